@@ -1,0 +1,157 @@
+//! The one error type of the crate, [`Error`], and its mapping to JSON-RPC errors.
+
+use std::borrow::Cow;
+
+use crate::schema;
+
+/// The result type of every fallible `acp` operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while serving an agent.
+///
+/// Authors match on the variants that carry meaning for their logic
+/// ([`Error::Cancelled`], [`Error::PermissionDenied`], [`Error::Unsupported`]) and
+/// propagate the rest with `?`.
+///
+/// ```
+/// # async fn demo(cx: &acp_core::Session) -> acp_core::Result<()> {
+/// match cx.fs().read_text_file("notes.md").await {
+///     Ok(text) => cx.message(text).await?,
+///     Err(e) if e.is_not_found() => cx.message("no notes yet").await?,
+///     Err(acp_core::Error::Unsupported(cap)) => cx.message(format!("the editor has no {cap}")).await?,
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The prompt turn was cancelled by the client (`session/cancel`) or the connection closed.
+    ///
+    /// Returning it (or any error) from a cancelled turn answers `stopReason: "cancelled"`.
+    #[error("the prompt turn was cancelled")]
+    Cancelled,
+    /// The user rejected a permission request.
+    #[error("permission denied by the user")]
+    PermissionDenied,
+    /// The client did not advertise the capability this call needs; nothing was sent.
+    ///
+    /// The payload names the capability as the protocol spells it, e.g. `fs.readTextFile`.
+    #[error("the client does not support `{0}` (it did not advertise that capability)")]
+    Unsupported(&'static str),
+    /// A JSON-RPC error: received from the client, or to be sent to it as is.
+    #[error("{message} (JSON-RPC error {code})")]
+    Rpc {
+        /// The JSON-RPC error code, e.g. `-32602`.
+        code: i32,
+        /// A human-readable description.
+        message: String,
+        /// Optional structured details.
+        data: Option<serde_json::Value>,
+    },
+    /// Parameters or arguments that do not match what was expected.
+    ///
+    /// Sent to the client as `-32602 Invalid params`.
+    #[error("invalid params: {0}")]
+    InvalidParams(String),
+    /// An update was sent through a [`Session`](crate::Session) handle whose prompt turn has
+    /// already been answered; the protocol forbids updates after the answer, so it was dropped.
+    #[error("the prompt turn has ended; updates after its answer are not allowed")]
+    TurnEnded,
+    /// The connection to the client is closed.
+    #[error("the connection to the client is closed")]
+    ConnectionClosed,
+    /// An I/O error on the transport.
+    #[error("transport I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// Anything else, with a message for the client and the logs.
+    #[error("{0}")]
+    Other(Cow<'static, str>),
+}
+
+impl Error {
+    /// An [`Error::Other`] with the given message: the easiest way to fail a turn or a tool.
+    pub fn msg(message: impl std::fmt::Display) -> Self {
+        Error::Other(Cow::Owned(message.to_string()))
+    }
+
+    /// A JSON-RPC error with a code and message, sent to the client unchanged.
+    pub fn rpc(code: i32, message: impl Into<String>) -> Self {
+        Error::Rpc {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// `-32601 Method not found`, naming the method.
+    pub fn method_not_found(method: &str) -> Self {
+        Error::rpc(
+            schema::ErrorCode::MethodNotFound.into(),
+            format!("method not found: `{method}`"),
+        )
+    }
+
+    /// Whether this error means "the file or resource does not exist".
+    ///
+    /// Clients report a missing file differently (`-32002 Resource not found`, or an internal
+    /// error whose message says `ENOENT` / "not found"); this recognises all of them.
+    pub fn is_not_found(&self) -> bool {
+        match self {
+            Error::Rpc { code, message, .. } => {
+                *code == i32::from(schema::ErrorCode::ResourceNotFound) || {
+                    let m = message.to_ascii_lowercase();
+                    m.contains("enoent") || m.contains("not found") || m.contains("no such file")
+                }
+            }
+            Error::Io(e) => e.kind() == std::io::ErrorKind::NotFound,
+            _ => false,
+        }
+    }
+
+    /// Whether this error is [`Error::Cancelled`].
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self, Error::Cancelled)
+    }
+
+    /// The JSON-RPC error object this error is answered with.
+    pub fn to_rpc(&self) -> schema::Error {
+        use schema::ErrorCode as C;
+        match self {
+            Error::Rpc {
+                code,
+                message,
+                data,
+            } => schema::Error::new(*code, message.clone()).data(data.clone()),
+            Error::InvalidParams(m) => schema::Error::new(C::InvalidParams.into(), m.clone()),
+            Error::Cancelled => schema::Error::new(C::RequestCancelled.into(), self.to_string()),
+            _ => schema::Error::new(C::InternalError.into(), self.to_string()),
+        }
+    }
+
+    pub(crate) fn from_rpc(e: schema::Error) -> Self {
+        Error::Rpc {
+            code: e.code.into(),
+            message: e.message,
+            data: e.data,
+        }
+    }
+}
+
+impl From<serde_json::Error> for Error {
+    fn from(e: serde_json::Error) -> Self {
+        Error::InvalidParams(e.to_string())
+    }
+}
+
+impl From<String> for Error {
+    fn from(message: String) -> Self {
+        Error::Other(Cow::Owned(message))
+    }
+}
+
+impl From<&'static str> for Error {
+    fn from(message: &'static str) -> Self {
+        Error::Other(Cow::Borrowed(message))
+    }
+}

@@ -1,0 +1,36 @@
+//! The runtime of [`acp`](https://docs.rs/acp): serve an Agent Client Protocol agent over
+//! newline-delimited JSON-RPC 2.0.
+//!
+//! Agent authors normally use the `acp` facade and its `#[acp::agent]` macro; this crate holds
+//! everything the macro's expansion calls into, and can be used by hand:
+//!
+//! - [`rpc`](crate) framing, [`connection`](crate) routing and ordering (internal modules),
+//! - [`Agent`]: what an agent implements,
+//! - [`Session`]: the per-session handle (updates, fs, terminals, permissions, cancellation),
+//! - [`ToolCallGuard`]: the tool-call lifecycle,
+//! - [`Error`]: the one error type.
+#![deny(missing_docs)]
+#![warn(missing_debug_implementations)]
+
+mod agent;
+mod connection;
+mod error;
+mod rpc;
+mod session;
+mod terminal;
+mod tool;
+mod tools;
+
+pub use agent::{Agent, Prompt, SessionSetup};
+pub use connection::{serve, serve_stdio};
+pub use error::{Error, Result};
+pub use session::{Fs, Session};
+pub use terminal::{Terminal, Terminals};
+pub use tool::{ToolCallBuilder, ToolCallGuard};
+pub use tools::{ToolDef, ToolOutput};
+
+/// The ACP wire types, from the official `agent-client-protocol-schema` crate (protocol v1).
+pub mod schema {
+    pub use agent_client_protocol_schema::ProtocolVersion;
+    pub use agent_client_protocol_schema::v1::*;
+}

@@ -1,0 +1,304 @@
+//! [`Session`]: the handle an agent uses to talk to the client within one session.
+//!
+//! It sends updates (message and thought chunks, plans, tool calls), calls the client's
+//! file system and terminal methods where the client allows them, asks for permission, and
+//! tells whether the current turn was cancelled.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde::Serialize;
+
+use crate::connection::{Frame, SessionState, Turn};
+use crate::rpc;
+use crate::schema::{
+    self, ClientCapabilities, ContentBlock, ContentChunk, McpServer, PermissionOption,
+    PermissionOptionId, Plan, PlanEntry, RequestPermissionOutcome, SessionId, SessionUpdate,
+    ToolCallUpdate,
+};
+use crate::terminal::Terminals;
+use crate::{Error, Result};
+
+/// The handle an agent receives for one session: cheap to clone, `Send + Sync`.
+///
+/// Inside a prompt turn it is tied to that turn: [`cancelled`](Session::cancelled) resolves
+/// when the client cancels it, client calls fail with [`Error::Cancelled`] once it is
+/// cancelled, and updates sent after the turn was answered fail with [`Error::TurnEnded`]
+/// (the protocol forbids them).
+///
+/// ```no_run
+/// # async fn turn(cx: &acp_core::Session) -> acp_core::Result<()> {
+/// cx.thought("Looking at the workspace…").await?;
+/// let readme = cx.fs().read_text_file(cx.cwd().join("README.md")).await?;
+/// cx.message(format!("Your README has {} lines.", readme.lines().count())).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Session {
+    pub(crate) state: Arc<SessionState>,
+    pub(crate) turn: Option<Arc<Turn>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.state.id)
+            .field("cwd", &self.state.cwd)
+            .field("in_turn", &self.turn.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    pub(crate) fn new(state: Arc<SessionState>, turn: Option<Arc<Turn>>) -> Self {
+        Session { state, turn }
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &SessionId {
+        &self.state.id
+    }
+
+    /// The working directory the client gave for this session (absolute).
+    pub fn cwd(&self) -> &Path {
+        &self.state.cwd
+    }
+
+    /// The MCP servers the client asked the agent to connect to.
+    pub fn mcp_servers(&self) -> &[McpServer] {
+        &self.state.mcp_servers
+    }
+
+    /// What the client said it supports in `initialize`.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        self.state.conn.client_capabilities()
+    }
+
+    /// Whether this handle belongs to a prompt turn that has been cancelled (or whose
+    /// connection closed). Always `false` outside a turn.
+    pub fn is_cancelled(&self) -> bool {
+        self.turn.as_ref().is_some_and(|t| t.cancel.is_cancelled())
+    }
+
+    /// Resolves when the current turn is cancelled; never resolves outside a turn.
+    ///
+    /// ```no_run
+    /// # async fn turn(cx: &acp_core::Session) -> acp_core::Result<acp_core::schema::StopReason> {
+    /// tokio::select! {
+    ///     _ = cx.cancelled() => Ok(acp_core::schema::StopReason::Cancelled),
+    ///     _ = tokio::time::sleep(std::time::Duration::from_secs(5)) => Ok(acp_core::schema::StopReason::EndTurn),
+    /// }
+    /// # }
+    /// ```
+    pub async fn cancelled(&self) {
+        match &self.turn {
+            Some(turn) => turn.cancel.cancelled().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Fails with [`Error::Cancelled`] if the turn was cancelled: a checkpoint for loops.
+    pub fn check_cancelled(&self) -> Result<()> {
+        if self.is_cancelled() {
+            Err(Error::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Sends a chunk of the agent's answer (`agent_message_chunk`).
+    pub async fn message(&self, content: impl Into<ContentBlock>) -> Result<()> {
+        self.update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+            content.into(),
+        )))
+        .await
+    }
+
+    /// Sends a chunk of the agent's reasoning (`agent_thought_chunk`).
+    pub async fn thought(&self, content: impl Into<ContentBlock>) -> Result<()> {
+        self.update(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
+            content.into(),
+        )))
+        .await
+    }
+
+    /// Sends the agent's plan; each call replaces the whole plan in the client.
+    pub async fn plan(&self, entries: impl IntoIterator<Item = PlanEntry>) -> Result<()> {
+        self.update(SessionUpdate::Plan(Plan::new(
+            entries.into_iter().collect(),
+        )))
+        .await
+    }
+
+    /// Sends any `session/update`.
+    ///
+    /// Updates of one session reach the client in the order they were sent, and every update of
+    /// a turn reaches it before the turn's answer.
+    pub async fn update(&self, update: SessionUpdate) -> Result<()> {
+        self.notify(&schema::SessionNotification::new(
+            self.state.id.clone(),
+            update,
+        ))
+        .await
+    }
+
+    pub(crate) async fn notify(&self, params: &impl Serialize) -> Result<()> {
+        if let Some(turn) = &self.turn
+            && turn.closing.load(Ordering::Acquire)
+        {
+            return Err(Error::TurnEnded);
+        }
+        let bytes = rpc::encode_notification("session/update", params);
+        self.state
+            .conn
+            .send(Frame::new(bytes, self.turn.clone()))
+            .await
+    }
+
+    /// Sends a request to the client in this session's context; fails with
+    /// [`Error::Cancelled`] as soon as the turn is cancelled.
+    pub(crate) async fn request<P: Serialize, T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<T> {
+        self.check_cancelled()?;
+        let cancel = self.turn.as_ref().map(|t| &t.cancel);
+        self.state.conn.request(method, params, cancel).await
+    }
+
+    /// Asks the user to choose one of `options` about `tool_call`
+    /// (`session/request_permission`), and returns the chosen option's id.
+    ///
+    /// Fails with [`Error::Cancelled`] when the turn is cancelled while waiting or the client
+    /// answers `cancelled`. Tool calls made with `#[acp::tool(permission)]` do all of this,
+    /// including remembering "always" answers; call this directly for anything else.
+    pub async fn request_permission(
+        &self,
+        tool_call: ToolCallUpdate,
+        options: Vec<PermissionOption>,
+    ) -> Result<PermissionOptionId> {
+        let params =
+            schema::RequestPermissionRequest::new(self.state.id.clone(), tool_call, options);
+        let answer: schema::RequestPermissionResponse =
+            self.request("session/request_permission", &params).await?;
+        match answer.outcome {
+            RequestPermissionOutcome::Selected(selected) => Ok(selected.option_id),
+            _ => Err(Error::Cancelled),
+        }
+    }
+
+    /// The client's file system (`fs/read_text_file`, `fs/write_text_file`).
+    pub fn fs(&self) -> Fs<'_> {
+        Fs { cx: self }
+    }
+
+    /// The client's terminals (`terminal/*`).
+    pub fn terminal(&self) -> Terminals<'_> {
+        Terminals::new(self)
+    }
+
+    /// Runs one of the agent's `#[acp::tool]` methods by name with JSON arguments, through
+    /// the same lifecycle as a typed call (tool call shown, permission asked if the tool's
+    /// policy says so, status updates). Bad arguments fail with [`Error::InvalidParams`]
+    /// describing what is wrong, ready to hand back to a model.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+    ) -> Result<crate::tools::ToolOutput> {
+        let agent = self.state.conn.agent.clone();
+        agent.call_tool(self, name, args).await
+    }
+
+    /// The agent's tool definitions (see [`Agent::tools`](crate::Agent::tools)).
+    pub fn tools(&self) -> Vec<crate::tools::ToolDef> {
+        self.state.conn.agent.tools()
+    }
+
+    /// Remembers an "always" answer for a permission key in this session.
+    pub fn remember_permission(&self, key: impl Into<String>, allowed: bool) {
+        self.state
+            .remembered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.into(), allowed);
+    }
+
+    /// The "always" answer remembered for a permission key in this session, if any.
+    pub fn remembered_permission(&self, key: &str) -> Option<bool> {
+        self.state
+            .remembered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .copied()
+    }
+}
+
+/// The client's file system, as seen through the editor (including unsaved buffers).
+///
+/// Each method fails with [`Error::Unsupported`], without sending anything, when the client
+/// did not advertise the matching `fs` capability.
+#[derive(Debug, Clone, Copy)]
+pub struct Fs<'a> {
+    cx: &'a Session,
+}
+
+impl Fs<'_> {
+    /// Whether the client can read files (`fs.readTextFile`).
+    pub fn can_read(&self) -> bool {
+        self.cx.client_capabilities().fs.read_text_file
+    }
+
+    /// Whether the client can write files (`fs.writeTextFile`).
+    pub fn can_write(&self) -> bool {
+        self.cx.client_capabilities().fs.write_text_file
+    }
+
+    /// Reads a whole text file. Paths are resolved against the session's cwd.
+    pub async fn read_text_file(&self, path: impl AsRef<Path>) -> Result<String> {
+        self.read_lines(path, None, None).await
+    }
+
+    /// Reads `limit` lines starting at the 1-based `line` (either may be `None`).
+    pub async fn read_lines(
+        &self,
+        path: impl AsRef<Path>,
+        line: Option<u32>,
+        limit: Option<u32>,
+    ) -> Result<String> {
+        if !self.can_read() {
+            return Err(Error::Unsupported("fs.readTextFile"));
+        }
+        let params = schema::ReadTextFileRequest::new(self.cx.id().clone(), self.absolute(path))
+            .line(line)
+            .limit(limit);
+        let answer: schema::ReadTextFileResponse =
+            self.cx.request("fs/read_text_file", &params).await?;
+        Ok(answer.content)
+    }
+
+    /// Writes a whole text file, creating it if needed. Paths are resolved against the cwd.
+    pub async fn write_text_file(
+        &self,
+        path: impl AsRef<Path>,
+        content: impl Into<String>,
+    ) -> Result<()> {
+        if !self.can_write() {
+            return Err(Error::Unsupported("fs.writeTextFile"));
+        }
+        let params = schema::WriteTextFileRequest::new(
+            self.cx.id().clone(),
+            self.absolute(path),
+            content.into(),
+        );
+        let _: serde::de::IgnoredAny = self.cx.request("fs/write_text_file", &params).await?;
+        Ok(())
+    }
+
+    fn absolute(&self, path: impl AsRef<Path>) -> PathBuf {
+        self.cx.cwd().join(path)
+    }
+}

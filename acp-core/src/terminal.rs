@@ -1,0 +1,149 @@
+//! The client's terminals: run a command in the editor and embed its output in a tool call.
+
+use crate::schema::{self, TerminalExitStatus, TerminalId, ToolCallContent};
+use crate::{Error, Result, Session};
+
+/// Entry point to the client's terminals; see [`Session::terminal`].
+///
+/// Every method fails with [`Error::Unsupported`], without sending anything, when the client
+/// did not advertise the `terminal` capability.
+///
+/// ```no_run
+/// # async fn demo(cx: &acp_core::Session) -> acp_core::Result<()> {
+/// let term = cx.terminal().create("cargo", ["test"]).await?;
+/// let status = term.wait_for_exit().await?;
+/// let output = term.output().await?;
+/// cx.message(format!("exit {:?}:\n{}", status.exit_code, output.output)).await?;
+/// term.release().await?; // also released (and killed) when dropped
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Terminals<'a> {
+    cx: &'a Session,
+}
+
+impl<'a> Terminals<'a> {
+    pub(crate) fn new(cx: &'a Session) -> Self {
+        Terminals { cx }
+    }
+
+    /// Whether the client advertised the `terminal` capability.
+    pub fn is_supported(&self) -> bool {
+        self.cx.client_capabilities().terminal
+    }
+
+    /// Starts `command` with `args` in the session's cwd (`terminal/create`).
+    pub async fn create<I, S>(&self, command: impl Into<String>, args: I) -> Result<Terminal>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.create_with(command, |req| {
+            req.args(args.into_iter().map(Into::into).collect())
+        })
+        .await
+    }
+
+    /// Starts `command`, letting `configure` set args, env, cwd or the output byte limit on
+    /// the request first.
+    pub async fn create_with(
+        &self,
+        command: impl Into<String>,
+        configure: impl FnOnce(schema::CreateTerminalRequest) -> schema::CreateTerminalRequest,
+    ) -> Result<Terminal> {
+        if !self.is_supported() {
+            return Err(Error::Unsupported("terminal"));
+        }
+        let req = schema::CreateTerminalRequest::new(self.cx.id().clone(), command)
+            .cwd(self.cx.cwd().to_path_buf());
+        let answer: schema::CreateTerminalResponse =
+            self.cx.request("terminal/create", &configure(req)).await?;
+        Ok(Terminal {
+            cx: self.cx.clone(),
+            id: answer.terminal_id,
+            released: false,
+        })
+    }
+}
+
+/// A command running in the client's terminal. Released (which also kills it) on drop.
+#[derive(Debug)]
+pub struct Terminal {
+    cx: Session,
+    id: TerminalId,
+    released: bool,
+}
+
+impl Terminal {
+    /// The terminal's id.
+    pub fn id(&self) -> &TerminalId {
+        &self.id
+    }
+
+    /// Tool-call content that embeds this terminal's live output in the client.
+    pub fn content(&self) -> ToolCallContent {
+        ToolCallContent::Terminal(schema::Terminal::new(self.id.clone()))
+    }
+
+    /// The output so far, and the exit status if the command has exited.
+    pub async fn output(&self) -> Result<schema::TerminalOutputResponse> {
+        let req = schema::TerminalOutputRequest::new(self.cx.id().clone(), self.id.clone());
+        self.cx.request("terminal/output", &req).await
+    }
+
+    /// Waits for the command to exit. Fails with [`Error::Cancelled`] if the turn is
+    /// cancelled first (the command keeps running until killed or released).
+    pub async fn wait_for_exit(&self) -> Result<TerminalExitStatus> {
+        let req = schema::WaitForTerminalExitRequest::new(self.cx.id().clone(), self.id.clone());
+        let answer: schema::WaitForTerminalExitResponse =
+            self.cx.request("terminal/wait_for_exit", &req).await?;
+        Ok(answer.exit_status)
+    }
+
+    /// Kills the command; the terminal stays valid for `output` until released.
+    pub async fn kill(&self) -> Result<()> {
+        let req = schema::KillTerminalRequest::new(self.cx.id().clone(), self.id.clone());
+        // Kill even when the turn is cancelled: that is when it matters most.
+        let _: serde::de::IgnoredAny = self
+            .cx
+            .state
+            .conn
+            .request("terminal/kill", &req, None)
+            .await?;
+        Ok(())
+    }
+
+    /// Kills the command if it still runs and frees the terminal in the client.
+    pub async fn release(mut self) -> Result<()> {
+        self.released = true;
+        let req = schema::ReleaseTerminalRequest::new(self.cx.id().clone(), self.id.clone());
+        let _: serde::de::IgnoredAny = self
+            .cx
+            .state
+            .conn
+            .request("terminal/release", &req, None)
+            .await?;
+        Ok(())
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(terminal = %self.id, "terminal dropped outside a runtime; not released");
+            return;
+        };
+        let conn = self.cx.state.conn.clone();
+        let req = schema::ReleaseTerminalRequest::new(self.cx.id().clone(), self.id.clone());
+        handle.spawn(async move {
+            let released: Result<serde::de::IgnoredAny> =
+                conn.request("terminal/release", &req, None).await;
+            if let Err(e) = released {
+                tracing::debug!("releasing a dropped terminal failed: {e}");
+            }
+        });
+    }
+}

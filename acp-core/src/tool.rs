@@ -1,0 +1,231 @@
+//! Tool calls: the `tool_call` / `tool_call_update` lifecycle the client shows to the user.
+//!
+//! [`ToolCallGuard`] is the low-level handle: start a call, update it, finish it. A guard
+//! dropped unfinished reports the call `failed`, and the runtime fails every call still open
+//! when its turn ends, so no tool call stays pending or in progress after its turn.
+
+use std::sync::atomic::Ordering;
+
+use crate::connection::{Frame, Turn};
+use crate::rpc;
+use crate::schema::{
+    self, PermissionOption, PermissionOptionId, SessionUpdate, ToolCallContent, ToolCallId,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
+use crate::{Result, Session};
+
+impl Session {
+    /// Prepares a tool call with this title; [`ToolCallBuilder::start`] sends it.
+    ///
+    /// ```no_run
+    /// # async fn demo(cx: &acp_core::Session) -> acp_core::Result<()> {
+    /// use acp_core::schema::ToolKind;
+    /// let call = cx.tool_call("Search the docs").kind(ToolKind::Search).start().await?;
+    /// call.in_progress().await?;
+    /// call.complete(vec!["3 matches".into()]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn tool_call(&self, title: impl Into<String>) -> ToolCallBuilder<'_> {
+        let n = self.state.next_tool_call.fetch_add(1, Ordering::Relaxed);
+        ToolCallBuilder {
+            cx: self,
+            call: schema::ToolCall::new(ToolCallId::new(format!("call_{n}")), title),
+        }
+    }
+}
+
+/// A tool call about to be announced; see [`Session::tool_call`].
+#[derive(Debug)]
+#[must_use = "a tool call is only sent by `start`"]
+pub struct ToolCallBuilder<'a> {
+    cx: &'a Session,
+    call: schema::ToolCall,
+}
+
+impl ToolCallBuilder<'_> {
+    /// The kind of tool, which picks the icon the client shows.
+    pub fn kind(mut self, kind: ToolKind) -> Self {
+        self.call = self.call.kind(kind);
+        self
+    }
+
+    /// The tool's arguments, shown to the user as they were given.
+    pub fn raw_input(mut self, input: serde_json::Value) -> Self {
+        self.call = self.call.raw_input(input);
+        self
+    }
+
+    /// Files the call touches, so the client can follow along.
+    pub fn locations(mut self, locations: Vec<ToolCallLocation>) -> Self {
+        self.call = self.call.locations(locations);
+        self
+    }
+
+    /// Initial content.
+    pub fn content(mut self, content: Vec<ToolCallContent>) -> Self {
+        self.call = self.call.content(content);
+        self
+    }
+
+    /// Sends the `tool_call` update (status `pending`) and returns the guard that finishes it.
+    pub async fn start(self) -> Result<ToolCallGuard> {
+        let id = self.call.tool_call_id.clone();
+        let call = self.call.status(ToolCallStatus::Pending);
+        self.cx.update(SessionUpdate::ToolCall(call)).await?;
+        if let Some(turn) = &self.cx.turn {
+            turn.open_tool_calls
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(id.clone());
+        }
+        Ok(ToolCallGuard {
+            cx: self.cx.clone(),
+            id,
+            finished: false,
+        })
+    }
+}
+
+/// An announced tool call. Finish it with [`complete`](Self::complete) or
+/// [`fail`](Self::fail); dropping it unfinished reports it `failed`.
+#[derive(Debug)]
+#[must_use = "dropping a tool call guard reports the call as failed"]
+pub struct ToolCallGuard {
+    cx: Session,
+    id: ToolCallId,
+    finished: bool,
+}
+
+impl ToolCallGuard {
+    /// The tool call's id.
+    pub fn id(&self) -> &ToolCallId {
+        &self.id
+    }
+
+    /// The session the call belongs to.
+    pub fn session(&self) -> &Session {
+        &self.cx
+    }
+
+    /// Sends a `tool_call_update` with these fields.
+    pub async fn update(&self, fields: ToolCallUpdateFields) -> Result<()> {
+        self.cx
+            .update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                self.id.clone(),
+                fields,
+            )))
+            .await
+    }
+
+    /// Marks the call `in_progress`.
+    pub async fn in_progress(&self) -> Result<()> {
+        self.update(ToolCallUpdateFields::new().status(ToolCallStatus::InProgress))
+            .await
+    }
+
+    /// Asks the user for permission to run this call; returns the chosen option.
+    pub async fn request_permission(
+        &self,
+        options: Vec<PermissionOption>,
+    ) -> Result<PermissionOptionId> {
+        let call = ToolCallUpdate::new(self.id.clone(), ToolCallUpdateFields::new());
+        self.cx.request_permission(call, options).await
+    }
+
+    /// Marks the call `completed` with this content.
+    pub async fn complete(self, content: Vec<ToolCallContent>) -> Result<()> {
+        self.complete_with(ToolCallUpdateFields::new().content(content))
+            .await
+    }
+
+    /// Marks the call `completed`, with any other fields (e.g. `raw_output`).
+    pub async fn complete_with(mut self, fields: ToolCallUpdateFields) -> Result<()> {
+        self.finish(fields.status(ToolCallStatus::Completed)).await
+    }
+
+    /// Marks the call `failed`, showing `message` as its content.
+    pub async fn fail(mut self, message: impl std::fmt::Display) -> Result<()> {
+        let fields = failed_fields(&message.to_string());
+        self.finish(fields).await
+    }
+
+    async fn finish(&mut self, fields: ToolCallUpdateFields) -> Result<()> {
+        self.finished = true;
+        self.forget();
+        self.update(fields).await
+    }
+
+    fn forget(&self) {
+        if let Some(turn) = &self.cx.turn {
+            turn.open_tool_calls
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|id| *id != self.id);
+        }
+    }
+}
+
+fn failed_fields(message: &str) -> ToolCallUpdateFields {
+    ToolCallUpdateFields::new()
+        .status(ToolCallStatus::Failed)
+        .content(vec![message.into()])
+}
+
+fn failed_frame(cx: &Session, id: &ToolCallId, message: &str) -> Frame {
+    let update = schema::SessionNotification::new(
+        cx.id().clone(),
+        SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.clone(), failed_fields(message))),
+    );
+    Frame::new(
+        rpc::encode_notification("session/update", &update),
+        cx.turn.clone(),
+    )
+}
+
+impl Drop for ToolCallGuard {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let closing = self
+            .cx
+            .turn
+            .as_ref()
+            .is_some_and(|t| t.closing.load(Ordering::Acquire));
+        if closing {
+            return;
+        }
+        let message = if self.cx.is_cancelled() {
+            "cancelled"
+        } else {
+            "the tool call was abandoned before it finished"
+        };
+        // If the queue is full, the end-of-turn sweep reports it instead.
+        if self
+            .cx
+            .state
+            .conn
+            .try_send(failed_frame(&self.cx, &self.id, message))
+        {
+            self.forget();
+        }
+    }
+}
+
+/// Fails every tool call of `turn` still open; runs before the turn is answered.
+pub(crate) async fn fail_open_tool_calls(cx: &Session, turn: &Turn) {
+    let open = std::mem::take(
+        &mut *turn
+            .open_tool_calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()),
+    );
+    let message = if turn.cancel.is_cancelled() {
+        "cancelled"
+    } else {
+        "the turn ended before this tool call finished"
+    };
+    for id in open {
+        let _ = cx.state.conn.send(failed_frame(cx, &id, message)).await;
+    }
+}

@@ -1,0 +1,137 @@
+//! # echo — the smallest complete agent, written on the runtime by hand
+//!
+//! Shows: streaming message chunks, a plan, a thought, reading and writing files through
+//! the editor, a tool call that asks the user for permission, and cancellation.
+//!
+//! Run it under a real ACP client:
+//! `cargo build --example echo` and point your editor's agent server setting at
+//! `target/debug/examples/echo` (see the README for Zed).
+//!
+//! What it does with the prompt text:
+//! - `read <path>` / `write <path> <text>`: reads or writes a file through the editor;
+//! - `permission`: a tool call that runs only if the user allows it;
+//! - `sleep`: waits until the turn is cancelled;
+//! - `stream <n>`: sends n message chunks;
+//! - anything else: echoes it back, word by word, under a small plan.
+
+use acp::schema::{
+    PermissionOption, PermissionOptionKind, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+};
+use acp::{Agent, Prompt, Session, StopReason, ToolKind};
+
+struct Echo;
+
+impl Agent for Echo {
+    fn info(&self) -> acp::schema::Implementation {
+        acp::schema::Implementation::new("echo", env!("CARGO_PKG_VERSION")).title("Echo")
+    }
+
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+        let text = prompt.text();
+        let text = text.trim();
+        let (command, rest) = text.split_once(' ').unwrap_or((text, ""));
+        match command {
+            "read" => read(cx, rest).await,
+            "write" => write(cx, rest).await,
+            "permission" => permission(cx).await,
+            "sleep" => {
+                cx.message("sleeping").await?;
+                cx.cancelled().await;
+                Ok(StopReason::Cancelled)
+            }
+            "stream" => {
+                let n: usize = rest.trim().parse().map_err(|_| {
+                    acp::Error::InvalidParams(format!("`stream` needs a count, got {rest:?}"))
+                })?;
+                for i in 0..n {
+                    cx.message(format!("chunk {i}\n")).await?;
+                }
+                Ok(StopReason::EndTurn)
+            }
+            _ => echo(cx, text).await,
+        }
+    }
+}
+
+fn step(content: &str, status: PlanEntryStatus) -> PlanEntry {
+    PlanEntry::new(content, PlanEntryPriority::Medium, status)
+}
+
+async fn echo(cx: &Session, text: &str) -> acp::Result<StopReason> {
+    cx.plan([step("Echo the prompt", PlanEntryStatus::InProgress)])
+        .await?;
+    cx.thought("Repeating what you said.").await?;
+    // Each word keeps the whitespace that follows it, so the chunks add up to the prompt.
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        if c.is_whitespace()
+            && text[i + c.len_utf8()..]
+                .chars()
+                .next()
+                .is_some_and(|n| !n.is_whitespace())
+        {
+            cx.message(&text[start..i + c.len_utf8()]).await?;
+            start = i + c.len_utf8();
+        }
+    }
+    if start < text.len() {
+        cx.message(&text[start..]).await?;
+    }
+    cx.plan([step("Echo the prompt", PlanEntryStatus::Completed)])
+        .await?;
+    Ok(StopReason::EndTurn)
+}
+
+async fn read(cx: &Session, path: &str) -> acp::Result<StopReason> {
+    match cx.fs().read_text_file(path.trim()).await {
+        Ok(content) => cx.message(content).await?,
+        Err(acp::Error::Unsupported(cap)) => {
+            cx.message(format!("fs unavailable: the editor has no {cap}"))
+                .await?
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(StopReason::EndTurn)
+}
+
+async fn write(cx: &Session, args: &str) -> acp::Result<StopReason> {
+    let (path, content) = args.split_once(' ').unwrap_or((args, ""));
+    match cx.fs().write_text_file(path, content).await {
+        Ok(()) => cx.message(format!("wrote {path}")).await?,
+        Err(acp::Error::Unsupported(cap)) => {
+            cx.message(format!("fs unavailable: the editor has no {cap}"))
+                .await?
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(StopReason::EndTurn)
+}
+
+async fn permission(cx: &Session) -> acp::Result<StopReason> {
+    let call = cx
+        .tool_call("Dangerous action")
+        .kind(ToolKind::Execute)
+        .start()
+        .await?;
+    let options = vec![
+        PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+        PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+    ];
+    // A cancelled turn fails here with `Error::Cancelled`; the runtime answers `cancelled`
+    // and reports the dropped tool call as failed.
+    let choice = call.request_permission(options).await?;
+    if choice.0.as_ref() == "allow" {
+        call.complete(vec!["done".into()]).await?;
+        cx.message("allowed").await?;
+    } else {
+        call.fail("rejected by the user").await?;
+        cx.message("rejected").await?;
+    }
+    Ok(StopReason::EndTurn)
+}
+
+#[tokio::main]
+async fn main() -> acp::Result<()> {
+    acp::init_logging();
+    acp::serve_stdio(Echo).await
+}
