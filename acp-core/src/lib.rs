@@ -18,6 +18,7 @@ mod error;
 mod rpc;
 mod session;
 mod terminal;
+pub mod testing;
 mod tool;
 mod tools;
 
