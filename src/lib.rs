@@ -31,7 +31,7 @@
 
 pub use acp_core::{
     Agent, Error, Fs, Prompt, Result, Session, SessionSetup, Terminal, Terminals, ToolCallBuilder,
-    ToolCallGuard, schema, serve, serve_stdio,
+    ToolCallGuard, ToolDef, ToolOutput, schema, serve, serve_stdio, testing,
 };
 
 pub use acp_core::schema::{

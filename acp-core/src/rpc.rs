@@ -78,26 +78,25 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming<'_>, Rejected> {
         Err(why) => {
             // Valid JSON of the wrong shape is an invalid request; anything else is a parse error.
             return Err(
-                if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok() {
-                    let what = match first {
-                        Some(b'[') => {
-                            "batch requests are not supported; send one message per line".to_owned()
-                        }
-                        Some(b'{') => format!("not a JSON-RPC message: {why}"),
-                        _ => "a JSON-RPC message must be a JSON object".to_owned(),
-                    };
-                    invalid(RequestId::Null, what)
-                } else {
-                    let e = serde_json::from_slice::<serde::de::IgnoredAny>(line)
-                        .err()
-                        .map_or_else(String::new, |e| e.to_string());
-                    Rejected {
+                match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+                    Ok(_) => invalid(
+                        RequestId::Null,
+                        match first {
+                            Some(b'[') => {
+                                "batch requests are not supported; send one message per line"
+                                    .to_owned()
+                            }
+                            Some(b'{') => format!("not a JSON-RPC message: {why}"),
+                            _ => "a JSON-RPC message must be a JSON object".to_owned(),
+                        },
+                    ),
+                    Err(e) => Rejected {
                         id: RequestId::Null,
                         error: schema::Error::new(
                             ErrorCode::ParseError.into(),
                             format!("parse error: {e}"),
                         ),
-                    }
+                    },
                 },
             );
         }
