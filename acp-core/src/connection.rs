@@ -34,6 +34,8 @@ use crate::{Agent, Error, Prompt, Result, Session};
 const QUEUE_FRAMES: usize = 1024;
 /// How long a cancelled turn may keep running to wind down before it is dropped.
 const CANCEL_GRACE: Duration = Duration::from_millis(50);
+/// How long handlers may take to finish once the client has closed the connection.
+const SHUTDOWN_WAIT: Duration = Duration::from_millis(500);
 /// Longest accepted input line; a longer one is answered as a parse error and skipped.
 const MAX_LINE: usize = 64 * 1024 * 1024;
 
@@ -69,16 +71,19 @@ where
 
     // Shut down: cancel every turn, fail pending requests, let the turns answer, then stop the
     // writer once everything queued before the stop marker is written.
+    // Every turn's token is a child of `closed`.
     conn.closed.cancel();
-    for session in conn.sessions_snapshot() {
-        session.cancel_turn();
-    }
     conn.pending
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clear();
     router.tasks.close();
-    router.tasks.wait().await;
+    if tokio::time::timeout(SHUTDOWN_WAIT, router.tasks.wait())
+        .await
+        .is_err()
+    {
+        warn!("some handlers did not finish after the client closed the connection");
+    }
     let _ = conn.out.send(Frame::stop()).await;
     let written = writer_task.await;
     debug!(parent: &span, "connection closed");
@@ -246,15 +251,6 @@ impl Conn {
             .cloned()
     }
 
-    fn sessions_snapshot(&self) -> Vec<Arc<SessionState>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect()
-    }
-
     /// Sends a request to the client and waits for its answer, or for `cancel`.
     pub(crate) async fn request<P: Serialize, T: serde::de::DeserializeOwned>(
         &self,
@@ -343,6 +339,12 @@ impl Turn {
             open_tool_calls: Mutex::new(Vec::new()),
         }
     }
+}
+
+/// What routing a request did: answered it on the spot, or started a task that will.
+enum Routed {
+    Answer(Box<schema::InitializeResponse>),
+    Spawned,
 }
 
 struct Router<A> {
@@ -454,53 +456,48 @@ impl<A: Agent> Router<A> {
     }
 
     async fn request(&self, id: RequestId, method: &str, params: Option<&RawValue>) {
-        if method == "initialize" {
-            let result = rpc::params(method, params).map(|req| self.initialize(req));
-            return match result {
-                Ok(answer) => self.reply(&id, Ok(answer)).await,
-                Err(e) => self.reply_err(&id, e).await,
-            };
-        }
-        if !matches!(
-            method,
-            "session/new"
-                | "session/load"
-                | "session/prompt"
-                | "session/set_mode"
-                | "session/set_config_option"
-                | "authenticate"
-        ) || (method == "session/load" && !self.agent.capabilities().load_session)
-            || (method == "authenticate" && self.agent.auth_methods().is_empty())
-        {
-            let e = Error::method_not_found(method);
-            return self.reply(&id, Err::<(), _>(e)).await;
-        }
-        if self.conn.client.get().is_none() {
-            let error = schema::Error::new(
+        let initialized = self.conn.client.get().is_some();
+        // Params are parsed here, so bad params are answered without spawning anything.
+        let routed = match method {
+            "initialize" => rpc::params(method, params)
+                .map(|req| Routed::Answer(Box::new(self.initialize(req)))),
+            _ if !initialized && self.routes(method) => Err(schema::Error::new(
                 ErrorCode::InvalidRequest.into(),
                 format!("`{method}` was sent before `initialize`; call `initialize` first"),
-            );
-            return self.reply_err(&id, error).await;
-        }
-        // Parse here, so bad params are answered without a task.
-        let spawned = match method {
-            "session/new" => {
-                rpc::params(method, params).map(|r| self.spawn(id.clone(), r, new_session))
+            )),
+            "session/new" => rpc::params(method, params).map(|r| self.spawn(&id, r, new_session)),
+            "session/load" if self.routes(method) => {
+                rpc::params(method, params).map(|r| self.spawn(&id, r, load_session))
             }
-            "session/load" => {
-                rpc::params(method, params).map(|r| self.spawn(id.clone(), r, load_session))
-            }
-            "session/prompt" => rpc::params(method, params).map(|r| self.prompt(id.clone(), r)),
-            "session/set_mode" => {
-                rpc::params(method, params).map(|r| self.spawn(id.clone(), r, set_mode))
-            }
+            "session/prompt" => match rpc::params(method, params) {
+                Ok(req) => self.prompt(&id, req),
+                Err(e) => Err(e),
+            },
+            "session/set_mode" => rpc::params(method, params).map(|r| self.spawn(&id, r, set_mode)),
             "session/set_config_option" => {
-                rpc::params(method, params).map(|r| self.spawn(id.clone(), r, set_config_option))
+                rpc::params(method, params).map(|r| self.spawn(&id, r, set_config_option))
             }
-            _ => rpc::params(method, params).map(|r| self.spawn(id.clone(), r, authenticate)),
+            "authenticate" if self.routes(method) => {
+                rpc::params(method, params).map(|r| self.spawn(&id, r, authenticate))
+            }
+            _ => Err(Error::method_not_found(method).to_rpc()),
         };
-        if let Err(e) = spawned {
-            self.reply_err(&id, e).await;
+        match routed {
+            Ok(Routed::Answer(answer)) => self.reply(&id, Ok(answer)).await,
+            Ok(Routed::Spawned) => {}
+            Err(e) => self.reply_err(&id, e).await,
+        }
+    }
+
+    /// Whether `method` is routed to the agent (advertised where it needs advertising).
+    fn routes(&self, method: &str) -> bool {
+        match method {
+            "session/new" | "session/prompt" | "session/set_mode" | "session/set_config_option" => {
+                true
+            }
+            "session/load" => self.agent.capabilities().load_session,
+            "authenticate" => !self.agent.auth_methods().is_empty(),
+            _ => false,
         }
     }
 
@@ -526,13 +523,15 @@ impl<A: Agent> Router<A> {
     /// Runs a request handler as its own task; the handler answers, or a panic does.
     fn spawn<P, F>(
         &self,
-        id: RequestId,
+        id: &RequestId,
         params: P,
         handler: fn(Arc<A>, Arc<Conn>, RequestId, P) -> F,
-    ) where
+    ) -> Routed
+    where
         P: Send + 'static,
         F: Future<Output = ()> + Send + 'static,
     {
+        let id = id.clone();
         let conn = self.conn.clone();
         let fut = handler(self.agent.clone(), conn.clone(), id.clone(), params);
         self.tasks.spawn(async move {
@@ -540,37 +539,30 @@ impl<A: Agent> Router<A> {
                 reply(&conn, &id, Err::<(), _>(panicked(panic.as_ref()))).await;
             }
         });
+        Routed::Spawned
     }
 
-    fn prompt(&self, id: RequestId, req: schema::PromptRequest) {
-        let Some(state) = self.conn.session(&req.session_id) else {
-            let error = schema::Error::session_not_found(req.session_id.clone());
-            let conn = self.conn.clone();
-            self.tasks.spawn(async move {
-                let _ = conn
-                    .send(Frame::new(rpc::encode_error(&id, &error), None))
-                    .await;
-            });
-            return;
-        };
+    fn prompt(
+        &self,
+        id: &RequestId,
+        req: schema::PromptRequest,
+    ) -> std::result::Result<Routed, schema::Error> {
+        let id = id.clone();
+        let state = self
+            .conn
+            .session(&req.session_id)
+            .ok_or_else(|| schema::Error::session_not_found(req.session_id.clone()))?;
         let turn = Arc::new(Turn::new(&self.conn.closed));
         {
             let mut slot = state.turn.lock().unwrap_or_else(|e| e.into_inner());
             if slot.is_some() {
-                let error = schema::Error::new(
+                return Err(schema::Error::new(
                     ErrorCode::InvalidRequest.into(),
                     format!(
                         "session `{}` is already running a prompt turn; wait for its answer or cancel it",
                         state.id
                     ),
-                );
-                let conn = self.conn.clone();
-                self.tasks.spawn(async move {
-                    let _ = conn
-                        .send(Frame::new(rpc::encode_error(&id, &error), None))
-                        .await;
-                });
-                return;
+                ));
             }
             *slot = Some(turn.clone());
         }
@@ -584,8 +576,16 @@ impl<A: Agent> Router<A> {
                 debug!(cancelled, ok = result.is_ok(), "turn finished");
                 crate::tool::fail_open_tool_calls(&cx, &turn).await;
                 turn.closing.store(true, Ordering::Release);
+                // Free the session before the answer leaves: a client may send its next
+                // prompt the moment it reads the answer.
+                state.turn.lock().unwrap_or_else(|e| e.into_inner()).take();
                 let bytes = match result {
+                    // `?` on a cancelled call ends the turn as cancelled, as does a cancel.
                     _ if cancelled => rpc::encode_result(
+                        &id,
+                        &schema::PromptResponse::new(schema::StopReason::Cancelled),
+                    ),
+                    Err(Error::Cancelled) => rpc::encode_result(
                         &id,
                         &schema::PromptResponse::new(schema::StopReason::Cancelled),
                     ),
@@ -601,10 +601,10 @@ impl<A: Agent> Router<A> {
                     kind: FrameKind::EndsTurn,
                 };
                 let _ = state.conn.send(frame).await;
-                state.turn.lock().unwrap_or_else(|e| e.into_inner()).take();
             }
             .instrument(span),
         );
+        Ok(Routed::Spawned)
     }
 }
 

@@ -58,15 +58,15 @@ struct Envelope<'a> {
     error: Option<&'a RawValue>,
 }
 
-fn invalid(id: RequestId, why: impl Into<String>) -> Rejected {
-    Rejected {
+fn invalid(id: RequestId, why: impl Into<String>) -> Box<Rejected> {
+    Box::new(Rejected {
         id,
         error: schema::Error::new(ErrorCode::InvalidRequest.into(), why.into()),
-    }
+    })
 }
 
 /// Classifies one line (without its trailing newline).
-pub(crate) fn parse(line: &[u8]) -> Result<Incoming<'_>, Rejected> {
+pub(crate) fn parse(line: &[u8]) -> Result<Incoming<'_>, Box<Rejected>> {
     let first = line.iter().find(|b| !b.is_ascii_whitespace());
     // serde would read a struct from an array too; only objects are messages.
     let parsed = match first {
@@ -90,13 +90,13 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming<'_>, Rejected> {
                             _ => "a JSON-RPC message must be a JSON object".to_owned(),
                         },
                     ),
-                    Err(e) => Rejected {
+                    Err(e) => Box::new(Rejected {
                         id: RequestId::Null,
                         error: schema::Error::new(
                             ErrorCode::ParseError.into(),
                             format!("parse error: {e}"),
                         ),
-                    },
+                    }),
                 },
             );
         }

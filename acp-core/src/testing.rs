@@ -126,21 +126,11 @@ impl MemoryFs {
 
 /// The terminal the test client pretends to run: every command "prints" `output` and exits
 /// with `exit_code`, unless it is set to [`hang`](TerminalStub::hang) until killed.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct TerminalStub {
     output: String,
     exit_code: u32,
     hang: bool,
-}
-
-impl Default for TerminalStub {
-    fn default() -> Self {
-        TerminalStub {
-            output: String::new(),
-            exit_code: 0,
-            hang: false,
-        }
-    }
 }
 
 impl TerminalStub {

@@ -305,8 +305,8 @@ async fn a_cancelled_permission_outcome_ends_the_turn_cancelled() {
     let s = c.new_session().await.unwrap();
     let turn = s.prompt("ask").await.unwrap();
     // The client said "cancelled" without a session/cancel: the author saw Error::Cancelled,
-    // returned it, and the turn failed with the request-cancelled code.
-    assert_eq!(turn.error_code(), Some(-32800));
+    // returned it with `?`, and the turn ends as cancelled.
+    assert_eq!(turn.stop_reason(), Some(StopReason::Cancelled));
     assert_eq!(turn.tool_calls()[0].status(), Some(ToolCallStatus::Failed));
 }
 
