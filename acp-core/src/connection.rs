@@ -309,6 +309,8 @@ pub(crate) struct SessionState {
     /// Answers the user gave with "always", per permission key (see [`Session`]).
     pub remembered: Mutex<HashMap<String, bool>>,
     pub next_tool_call: AtomicU64,
+    /// The author's per-session values, one per type (see [`Session::state`]).
+    pub values: Mutex<HashMap<std::any::TypeId, Arc<dyn std::any::Any + Send + Sync>>>,
 }
 
 impl SessionState {
@@ -666,6 +668,7 @@ fn new_state(
         turn: Mutex::new(None),
         remembered: Mutex::new(HashMap::new()),
         next_tool_call: AtomicU64::new(0),
+        values: Mutex::new(HashMap::new()),
     })
 }
 

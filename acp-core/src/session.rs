@@ -199,6 +199,34 @@ impl Session {
         Terminals::new(self)
     }
 
+    /// This session's value of type `T`, created with `T::default()` on first use.
+    ///
+    /// One agent value serves every session; per-session state (a conversation history, the
+    /// current mode, …) lives here instead of in a map keyed by session id. Every handle of
+    /// the session (turns, `set_mode`, …) sees the same value.
+    ///
+    /// ```
+    /// use std::sync::Mutex;
+    ///
+    /// #[derive(Default)]
+    /// struct History(Mutex<Vec<String>>);
+    ///
+    /// # fn demo(cx: &acp_core::Session) {
+    /// cx.state::<History>().0.lock().unwrap().push("hello".into());
+    /// # }
+    /// ```
+    pub fn state<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut values = self.state.values.lock().unwrap_or_else(|e| e.into_inner());
+        let value = values
+            .entry(std::any::TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()));
+        // The entry for `TypeId::of::<T>()` only ever holds a `T`.
+        match value.clone().downcast::<T>() {
+            Ok(v) => v,
+            Err(_) => unreachable!("session state is keyed by type"),
+        }
+    }
+
     /// Runs one of the agent's `#[acp::tool]` methods by name with JSON arguments, through
     /// the same lifecycle as a typed call (tool call shown, permission asked if the tool's
     /// policy says so, status updates). Bad arguments fail with [`Error::InvalidParams`]

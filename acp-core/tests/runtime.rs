@@ -91,6 +91,15 @@ impl Agent for Probe {
                 // Ignores cancellation entirely; the runtime must drop it.
                 tokio::time::sleep(Duration::from_millis(5)).await;
             },
+            "count" => {
+                #[derive(Default)]
+                struct Count(std::sync::atomic::AtomicU32);
+                let n = cx
+                    .state::<Count>()
+                    .0
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                cx.message(n.to_string()).await?;
+            }
             "panic" => panic!("boom"),
             "fail" => return Err(Error::msg("it broke")),
             "abandon" => {
@@ -580,4 +589,14 @@ async fn serve_returns_ok_when_the_client_goes_away_mid_turn() {
         c.close().await.unwrap();
     })
     .await;
+}
+
+#[tokio::test]
+async fn session_state_lives_as_long_as_its_session() {
+    let c = client(Probe::default()).await;
+    let a = c.new_session().await.unwrap();
+    let b = c.new_session().await.unwrap();
+    assert_eq!(a.prompt("count").await.unwrap().text(), "0");
+    assert_eq!(a.prompt("count").await.unwrap().text(), "1");
+    assert_eq!(b.prompt("count").await.unwrap().text(), "0");
 }
