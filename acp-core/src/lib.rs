@@ -27,8 +27,10 @@ pub use connection::{serve, serve_stdio};
 pub use error::{Error, Result};
 pub use session::{Fs, Session};
 pub use terminal::{Terminal, Terminals};
-pub use tool::{ToolCallBuilder, ToolCallGuard};
-pub use tools::{ToolDef, ToolOutput};
+pub use tool::{ToolCallBuilder, ToolCallGuard, in_tool_call};
+#[doc(hidden)]
+pub use tools::expand as __tools;
+pub use tools::{IntoToolOutput, Json, ToolDef, ToolLocations, ToolOutput};
 
 /// The ACP wire types, from the official `agent-client-protocol-schema` crate (protocol v1).
 pub mod schema {

@@ -5,6 +5,10 @@ use crate::{Error, Result, Session};
 
 /// Entry point to the client's terminals; see [`Session::terminal`].
 ///
+/// A terminal created inside a tool body (`#[acp::tool]`, or
+/// [`in_tool_call`](crate::in_tool_call)) is embedded in that tool call, so the user watches
+/// its output live.
+///
 /// Every method fails with [`Error::Unsupported`], without sending anything, when the client
 /// did not advertise the `terminal` capability.
 ///
@@ -58,11 +62,16 @@ impl<'a> Terminals<'a> {
             .cwd(self.cx.cwd().to_path_buf());
         let answer: schema::CreateTerminalResponse =
             self.cx.request("terminal/create", &configure(req)).await?;
-        Ok(Terminal {
+        let terminal = Terminal {
             cx: self.cx.clone(),
             id: answer.terminal_id,
             released: false,
-        })
+        };
+        // Created inside a tool body: show its live output in that tool call.
+        self.cx
+            .update_tool_call(schema::ToolCallUpdateFields::new().content(vec![terminal.content()]))
+            .await?;
+        Ok(terminal)
     }
 }
 

@@ -14,7 +14,44 @@ use crate::schema::{
 };
 use crate::{Result, Session};
 
+tokio::task_local! {
+    /// The tool call whose body is running on this task, and its session.
+    static CURRENT: (crate::schema::SessionId, ToolCallId);
+}
+
+/// Runs `body` as the body of tool call `call`: within it,
+/// [`Session::current_tool_call`] names the call, and terminals created in the same session
+/// are embedded in it.
+pub async fn in_tool_call<F: std::future::Future>(call: &ToolCallGuard, body: F) -> F::Output {
+    CURRENT
+        .scope((call.cx.id().clone(), call.id.clone()), body)
+        .await
+}
+
 impl Session {
+    /// The tool call whose body is running, when called from inside an `#[acp::tool]` body
+    /// (or [`in_tool_call`]) of this session.
+    pub fn current_tool_call(&self) -> Option<ToolCallId> {
+        CURRENT
+            .try_with(|(session, call)| (*session == self.state.id).then(|| call.clone()))
+            .ok()
+            .flatten()
+    }
+
+    /// Updates the running tool call (see [`current_tool_call`](Self::current_tool_call)),
+    /// e.g. to show progress; does nothing outside a tool body.
+    pub async fn update_tool_call(&self, fields: ToolCallUpdateFields) -> Result<()> {
+        match self.current_tool_call() {
+            Some(id) => {
+                self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    id, fields,
+                )))
+                .await
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Prepares a tool call with this title; [`ToolCallBuilder::start`] sends it.
     ///
     /// ```no_run

@@ -125,6 +125,21 @@ impl Agent for Probe {
                     term.release().await?;
                 }
             }
+            "term-in-tool" => {
+                let call = cx
+                    .tool_call("Run make")
+                    .kind(ToolKind::Execute)
+                    .start()
+                    .await?;
+                let term = acp_core::in_tool_call(&call, async {
+                    assert_eq!(cx.current_tool_call().as_ref(), Some(call.id()));
+                    cx.terminal().create("make", ["all"]).await
+                })
+                .await?;
+                assert_eq!(cx.current_tool_call(), None);
+                term.release().await?;
+                call.complete(vec![]).await?;
+            }
             "term-wait" => {
                 let term = cx.terminal().create("sleep", ["100"]).await?;
                 cx.message("started").await?;
@@ -599,4 +614,19 @@ async fn session_state_lives_as_long_as_its_session() {
     assert_eq!(a.prompt("count").await.unwrap().text(), "0");
     assert_eq!(a.prompt("count").await.unwrap().text(), "1");
     assert_eq!(b.prompt("count").await.unwrap().text(), "0");
+}
+
+#[tokio::test]
+async fn a_terminal_created_in_a_tool_body_is_embedded_in_its_tool_call() {
+    let c = client(Probe::default()).await;
+    let s = c.new_session().await.unwrap();
+    let turn = s.prompt("term-in-tool").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    let embedded = turn.updates().iter().any(|u| match u {
+        SessionUpdate::ToolCallUpdate(u) => u.fields.content.as_ref().is_some_and(|c| {
+            matches!(&c[..], [acp_core::schema::ToolCallContent::Terminal(t)] if &*t.terminal_id.0 == "term_0")
+        }),
+        _ => false,
+    });
+    assert!(embedded, "{:#?}", turn.updates());
 }
