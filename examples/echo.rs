@@ -19,7 +19,8 @@ use acp::schema::{
 };
 use acp::{Agent, Prompt, Session, StopReason, ToolKind};
 
-struct Echo;
+/// The agent: no state of its own.
+pub struct Echo;
 
 impl Agent for Echo {
     fn info(&self) -> acp::schema::Implementation {
