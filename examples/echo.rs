@@ -90,6 +90,8 @@ async fn read(cx: &Session, path: &str) -> acp::Result<StopReason> {
             cx.message(format!("fs unavailable: the editor has no {cap}"))
                 .await?
         }
+        // A missing file is the user's business, not a failed turn.
+        Err(e) if e.is_not_found() => cx.message(format!("no such file: {path}")).await?,
         Err(e) => return Err(e),
     }
     Ok(StopReason::EndTurn)

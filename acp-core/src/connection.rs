@@ -204,6 +204,8 @@ pub(crate) struct Conn {
     next_id: AtomicI64,
     pub(crate) client: OnceLock<ClientInfo>,
     sessions: Mutex<HashMap<SessionId, Arc<SessionState>>>,
+    /// Running turns by the id of their `session/prompt`, for `$/cancel_request`.
+    prompts: Mutex<HashMap<RequestId, Arc<Turn>>>,
     /// Cancelled when the connection is closing: no answer from the client will come.
     pub(crate) closed: CancellationToken,
     /// The agent, for tool calls by name.
@@ -218,6 +220,7 @@ impl Conn {
             next_id: AtomicI64::new(0),
             client: OnceLock::new(),
             sessions: Mutex::new(HashMap::new()),
+            prompts: Mutex::new(HashMap::new()),
             closed: CancellationToken::new(),
             agent,
         }
@@ -442,6 +445,20 @@ impl<A: Agent> Router<A> {
                 },
                 Err(e) => debug!(error = %e.message, "ignored a malformed session/cancel"),
             },
+            // Protocol-level cancellation of one request: for a prompt, cancels its turn.
+            "$/cancel_request" => {
+                if let Ok(cancel) = rpc::params::<schema::CancelRequestNotification>(method, params)
+                    && let Some(turn) = self
+                        .conn
+                        .prompts
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get(&cancel.request_id)
+                {
+                    debug!(request = %cancel.request_id, "prompt cancelled by request id");
+                    turn.cancel.cancel();
+                }
+            }
             other => debug!(method = other, "ignored a notification"),
         }
     }
@@ -568,6 +585,11 @@ impl<A: Agent> Router<A> {
             }
             *slot = Some(turn.clone());
         }
+        self.conn
+            .prompts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.clone(), turn.clone());
         let agent = self.agent.clone();
         let span = debug_span!("turn", session = %state.id);
         self.tasks.spawn(
@@ -581,6 +603,12 @@ impl<A: Agent> Router<A> {
                 // Free the session before the answer leaves: a client may send its next
                 // prompt the moment it reads the answer.
                 state.turn.lock().unwrap_or_else(|e| e.into_inner()).take();
+                state
+                    .conn
+                    .prompts
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&id);
                 let bytes = match result {
                     // `?` on a cancelled call ends the turn as cancelled, as does a cancel.
                     _ if cancelled => rpc::encode_result(

@@ -167,11 +167,17 @@ pub(crate) fn params<T: serde::de::DeserializeOwned>(
     params: Option<&RawValue>,
 ) -> Result<T, schema::Error> {
     let raw = params.map_or("{}", RawValue::get);
-    serde_json::from_str(raw).map_err(|e| {
-        schema::Error::new(
-            ErrorCode::InvalidParams.into(),
-            format!("invalid params for `{method}`: {e}"),
-        )
+    let mut de = serde_json::Deserializer::from_str(raw);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        // Name the field that is wrong, not only what was wrong with it.
+        let path = e.path().to_string();
+        let what = e.into_inner();
+        let message = if path == "." {
+            format!("invalid params for `{method}`: {what}")
+        } else {
+            format!("invalid params for `{method}`: field `{path}`: {what}")
+        };
+        schema::Error::new(ErrorCode::InvalidParams.into(), message)
     })
 }
 
@@ -326,6 +332,21 @@ mod tests {
         let err = params::<schema::PromptRequest>("session/prompt", Some(&raw)).unwrap_err();
         assert_eq!(i32::from(err.code), -32602);
         assert!(err.message.contains("sessionId"), "{}", err.message);
+    }
+
+    #[test]
+    fn params_errors_name_a_wrongly_typed_field() {
+        let raw = RawValue::from_string(r#"{"cwd":"/","mcpServers":"none"}"#.into()).unwrap();
+        let err = params::<schema::NewSessionRequest>("session/new", Some(&raw)).unwrap_err();
+        assert!(
+            err.message.contains("field `mcpServers`"),
+            "{}",
+            err.message
+        );
+        let raw = RawValue::from_string(r#"{"sessionId":"s","prompt":[{"type":"text"}]}"#.into())
+            .unwrap();
+        let err = params::<schema::PromptRequest>("session/prompt", Some(&raw)).unwrap_err();
+        assert!(err.message.contains("prompt[0]"), "{}", err.message);
     }
 
     #[test]

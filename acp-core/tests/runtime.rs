@@ -630,3 +630,37 @@ async fn a_terminal_created_in_a_tool_body_is_embedded_in_its_tool_call() {
     });
     assert!(embedded, "{:#?}", turn.updates());
 }
+
+#[tokio::test]
+async fn a_protocol_level_cancel_request_cancels_that_prompt() {
+    within(async {
+        let c = client(Probe::default()).await;
+        let s = c.new_session().await.unwrap();
+        c.send(
+            json!({"jsonrpc": "2.0", "id": "p-1", "method": "session/prompt",
+            "params": {"sessionId": s.id(), "prompt": [{"type": "text", "text": "sleep"}]}}),
+        );
+        let answered = || {
+            c.transcript()
+                .into_iter()
+                .find(|f| f.direction == Direction::FromAgent && f.message["id"] == "p-1")
+        };
+        while !c
+            .transcript()
+            .iter()
+            .any(|f| f.message["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        {
+            tokio::task::yield_now().await;
+        }
+        assert!(answered().is_none());
+        c.notify("$/cancel_request", json!({"requestId": "p-1"}));
+        let answer = loop {
+            if let Some(f) = answered() {
+                break f;
+            }
+            tokio::task::yield_now().await;
+        };
+        assert_eq!(answer.message["result"]["stopReason"], "cancelled");
+    })
+    .await;
+}
