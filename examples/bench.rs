@@ -1,0 +1,81 @@
+//! # bench — a workload agent for measuring the runtime from outside
+//!
+//! `benches/throughput.rs` spawns this agent (release build) and drives it over pipes, the
+//! way an editor would; `benches/ts-agent/agent.mjs` is the same workload on the official
+//! TypeScript SDK. Run the whole comparison with `cargo bench --bench throughput`, or build
+//! this agent alone with `cargo build --release --example bench`.
+//!
+//! What it does with the prompt text:
+//! - `stream <n>`: sends n `agent_message_chunk` updates of ~40 bytes each, then `end_turn`;
+//! - `permission <n>`: starts one tool call and asks n sequential
+//!   `session/request_permission` questions about it, then `end_turn`;
+//! - `sleep`: sends one chunk (`sleeping`), waits until the turn is cancelled, then answers
+//!   `cancelled`.
+
+use acp::schema::{PermissionOption, PermissionOptionKind};
+use acp::{Agent, Prompt, Session, StopReason, ToolKind};
+
+struct Bench;
+
+impl Agent for Bench {
+    fn info(&self) -> acp::schema::Implementation {
+        acp::schema::Implementation::new("bench", env!("CARGO_PKG_VERSION"))
+    }
+
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+        let text = prompt.text();
+        let text = text.trim();
+        let (command, rest) = text.split_once(' ').unwrap_or((text, ""));
+        match command {
+            "stream" => stream(cx, count(command, rest)?).await,
+            "permission" => permission(cx, count(command, rest)?).await,
+            "sleep" => {
+                // Tells the driver the turn is running, so its cancel cannot overtake it.
+                cx.message("sleeping").await?;
+                cx.cancelled().await;
+                Ok(StopReason::Cancelled)
+            }
+            _ => Err(acp::Error::InvalidParams(format!(
+                "unknown bench command {command:?}; use `stream N`, `permission N` or `sleep`"
+            ))),
+        }
+    }
+}
+
+fn count(command: &str, rest: &str) -> acp::Result<usize> {
+    rest.trim()
+        .parse()
+        .map_err(|_| acp::Error::InvalidParams(format!("`{command}` needs a count, got {rest:?}")))
+}
+
+async fn stream(cx: &Session, n: usize) -> acp::Result<StopReason> {
+    for i in 0..n {
+        // ~40 bytes of text per chunk.
+        cx.message(format!("chunk {i:08} of the streamed answer.\n"))
+            .await?;
+    }
+    Ok(StopReason::EndTurn)
+}
+
+async fn permission(cx: &Session, n: usize) -> acp::Result<StopReason> {
+    let call = cx
+        .tool_call("Dangerous action")
+        .kind(ToolKind::Execute)
+        .start()
+        .await?;
+    for _ in 0..n {
+        let options = vec![
+            PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
+            PermissionOption::new("reject", "Reject", PermissionOptionKind::RejectOnce),
+        ];
+        call.request_permission(options).await?;
+    }
+    call.complete(Vec::new()).await?;
+    Ok(StopReason::EndTurn)
+}
+
+#[tokio::main]
+async fn main() -> acp::Result<()> {
+    acp::init_logging();
+    acp::serve_stdio(Bench).await
+}
