@@ -34,6 +34,179 @@ pub use acp_core::{
     ToolCallGuard, ToolDef, ToolOutput, schema, serve, serve_stdio, testing,
 };
 
+pub use acp_core::{IntoToolOutput, Json, ToolLocations};
+/// Turns an inherent `impl` block into an ACP agent: `impl acp::Agent` is generated from the
+/// methods it holds.
+///
+/// ```no_run
+/// use std::path::PathBuf;
+/// use acp::{Diff, Prompt, Session, StopReason};
+///
+/// /// A tiny agent that edits files in the user's editor.
+/// struct Scribe;
+///
+/// #[acp::agent(name = "scribe", title = "Scribe", version = env!("CARGO_PKG_VERSION"))]
+/// impl Scribe {
+///     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+///         let path = cx.cwd().join("NOTES.md");
+///         let notes = self.read(cx, path.clone()).await?;
+///         self.write(cx, path, format!("{notes}- {}\n", prompt.text())).await?;
+///         cx.message("Noted.").await?;
+///         Ok(StopReason::EndTurn)
+///     }
+///
+///     /// Reads a text file through the editor; a missing file is empty.
+///     #[acp::tool(kind = "read", title = "Read {path}")]
+///     async fn read(&self, cx: &Session, path: PathBuf) -> acp::Result<String> {
+///         match cx.fs().read_text_file(&path).await {
+///             Err(e) if e.is_not_found() => Ok(String::new()),
+///             other => other,
+///         }
+///     }
+///
+///     /// Writes a text file through the editor.
+///     #[acp::tool(kind = "edit", title = "Write {path}", permission)]
+///     async fn write(&self, cx: &Session, path: PathBuf, content: String) -> acp::Result<Diff> {
+///         let old = cx.fs().read_text_file(&path).await.ok();
+///         cx.fs().write_text_file(&path, &content).await?;
+///         Ok(Diff::new(cx.cwd().join(path), content).old_text(old))
+///     }
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> acp::Result<()> {
+///     acp::serve_stdio(Scribe).await
+/// }
+/// ```
+///
+/// # Options
+///
+/// | option | meaning | default |
+/// | --- | --- | --- |
+/// | `name = expr` | `agentInfo.name` in the `initialize` answer (anything `Into<String>`) | `env!("CARGO_PKG_NAME")` of your crate |
+/// | `title = expr` | `agentInfo.title`, shown by clients | none |
+/// | `version = expr` | `agentInfo.version` | `env!("CARGO_PKG_VERSION")` of your crate |
+/// | `prompt(image, audio, embedded_context)` | prompt capabilities: the content the client may send in a prompt | text and resource links only |
+/// | `crate = path` (or `crate = "path"`) | where the `acp` crate is, for a renamed dependency or a re-export | `::acp` |
+///
+/// # Methods it recognises
+///
+/// Methods are recognised by name; their signatures are checked, and everything else in the
+/// block is left as written. `prompt` is required; each optional one that exists is routed,
+/// and advertised where the protocol advertises it (nothing advertised that is not
+/// implemented):
+///
+/// | method | signature | effect |
+/// | --- | --- | --- |
+/// | `prompt` | `async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason>` | one prompt turn ([`Agent::prompt`]) |
+/// | `new_session` | `async fn new_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | modes, config options, commands of a new session |
+/// | `load_session` | `async fn load_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | `session/load`; advertises `loadSession` |
+/// | `auth_methods` + `authenticate` | `fn auth_methods(&self) -> Vec<schema::AuthMethod>`, `async fn authenticate(&self, method: schema::AuthMethodId) -> acp::Result<()>` | advertised auth methods and the `authenticate` request (one needs the other) |
+/// | `set_mode` | `async fn set_mode(&self, cx: &Session, mode: schema::SessionModeId) -> acp::Result<()>` | `session/set_mode` |
+/// | `set_config_option` | `async fn set_config_option(&self, cx: &Session, option: schema::SessionConfigId, value: schema::SessionConfigOptionValue) -> acp::Result<Vec<schema::SessionConfigOption>>` | `session/set_config_option` |
+///
+/// Every `#[acp::tool]` method becomes a tool: [`Agent::tools`] lists their definitions (name,
+/// description, kind, title, permission policy, JSON Schema of the parameters) and
+/// [`Agent::call_tool`] / [`Session::call_tool`] run one by name with JSON arguments.
+///
+/// Generics and `where` clauses on the impl carry over to the generated impl. Futures must be
+/// `Send` (the runtime is multi-threaded); a method whose future is not is reported at that
+/// method.
+///
+/// # Errors
+///
+/// Mistakes are reported together, at your code, with what to write instead: a missing or
+/// misshapen `prompt`, an unknown option (the valid ones are listed), an unknown tool kind, a
+/// duplicate tool name, a title placeholder that is not a parameter, a tool that is not
+/// `async`, lacks the `&Session` parameter or does not return a `Result`, a parameter type
+/// that is not serializable or has no JSON Schema, a future that is not `Send`. The impl is
+/// still emitted (with a stand-in `Agent` impl) so the rest of the crate and the IDE keep
+/// working.
+#[doc(inline)]
+pub use acp_macros::agent;
+
+/// Marks a method of an [`#[acp::agent]`](macro@agent) impl as a tool: a step the user sees in
+/// the editor, that a model can call by name.
+///
+/// ```no_run
+/// use std::path::PathBuf;
+/// use acp::{Json, Prompt, Session, StopReason};
+///
+/// #[derive(serde::Serialize)]
+/// struct Count { lines: usize }
+///
+/// struct Counter;
+///
+/// #[acp::agent(name = "counter")]
+/// impl Counter {
+///     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+///         // A typed call…
+///         let count = self.count(cx, prompt.text().into()).await?;
+///         // …and the same tool by name, as a model would pick it.
+///         let output = cx.call_tool("count_lines", serde_json::json!({ "path": "a.txt" })).await?;
+///         cx.message(format!("{} / {}", count.0.lines, output.to_text())).await?;
+///         Ok(StopReason::EndTurn)
+///     }
+///
+///     /// Counts the lines of a file.
+///     ///
+///     /// # Arguments
+///     /// - `path`: the file, relative to the session's directory.
+///     #[acp::tool(kind = "search", title = "Count lines in {path}", name = "count_lines")]
+///     async fn count(&self, cx: &Session, path: PathBuf) -> acp::Result<Json<Count>> {
+///         let text = cx.fs().read_text_file(&path).await?;
+///         Ok(Json(Count { lines: text.lines().count() }))
+///     }
+/// }
+/// ```
+///
+/// # Options
+///
+/// | option | meaning | default |
+/// | --- | --- | --- |
+/// | `kind = "…"` | the icon the client shows: `read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`, `switch_mode`, `other` | `other` |
+/// | `title = "…"` | the title shown, with `{param}` placeholders filled from the arguments (`{{`/`}}` for braces); placeholders are checked at compile time | the tool's name |
+/// | `permission` (or `permission = bool`) | ask the user before running | no |
+/// | `name = "…"` | the tool's name for calls by name (1–64 of `A-Za-z0-9_-`, unique) | the method's name |
+///
+/// # The method
+///
+/// `async fn name(&self, cx: &Session, param: Type, …) -> Result<T, E>`. The parameters after
+/// `cx` are the tool's input: each is a JSON property of the same name, so its type must be
+/// `Serialize + Deserialize + schemars::JsonSchema` (an `Option` parameter may be left out).
+/// The description of the tool, and of each parameter, comes from the doc comment: list the
+/// parameters as `` - `name`: description `` (an `# Arguments` section holding them is left
+/// out of the tool's description). Parameters typed `PathBuf`, `Option<PathBuf>` or
+/// `Vec<PathBuf>` are sent as the call's locations, so the client can follow along.
+///
+/// `T` is shown as the call's content (see [`IntoToolOutput`]: `String`, [`Diff`],
+/// [`Terminal`], [`ToolOutput`], [`Json`] for any serializable value, `()`…). `E` is
+/// [`Error`], or any error type with `From<acp::Error>` and `Display` such as
+/// `anyhow::Error`.
+///
+/// # What a call does
+///
+/// The signature is left alone; the body is wrapped, so a typed call
+/// (`self.write(cx, …).await`) and a call by name run the same lifecycle:
+///
+/// 1. `tool_call` (pending) with the title, kind, `rawInput` and locations;
+/// 2. with `permission`, `session/request_permission` offering allow once / allow always /
+///    reject once / reject always (option ids `allow_once`, `allow_always`, `reject_once`,
+///    `reject_always`); an *always* answer is remembered for this tool in this session and
+///    not asked again; a rejection fails the call and returns [`Error::PermissionDenied`];
+/// 3. `tool_call_update` in progress;
+/// 4. the body, raced with the turn's cancellation (a cancelled turn fails the call and
+///    returns [`Error::Cancelled`]) and guarded against panics (the call fails, an error is
+///    returned, the process lives on);
+/// 5. `tool_call_update` completed with the output, or failed with the error's message.
+///
+/// Called by name with arguments that do not fit, the call is shown failed and returns
+/// [`Error::InvalidParams`] describing every problem, ready to hand back to a model.
+///
+/// Outside an `#[acp::agent]` impl this attribute is an error.
+#[doc(inline)]
+pub use acp_macros::tool;
+
 pub use acp_core::schema::{
     ContentBlock, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, StopReason,
     ToolCallContent, ToolKind,
@@ -51,4 +224,57 @@ pub fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .try_init();
+}
+
+/// What the expansion of `#[acp::agent]` names. Not a stable API: use the macros.
+#[doc(hidden)]
+pub mod __private {
+    pub use acp_core::__tools::*;
+    pub use acp_core::schema::{
+        AgentCapabilities, AuthMethod, AuthMethodId, Implementation, SessionConfigId,
+        SessionConfigOption, SessionConfigOptionValue, SessionModeId, StopReason, ToolKind,
+    };
+    pub use acp_core::{Agent, Error, Prompt, Result, Session, SessionSetup, ToolDef, ToolOutput};
+    pub use {schemars, serde, serde_json};
+
+    use std::future::Future;
+
+    /// `agentInfo` from the attribute's `name`, `title` and `version`.
+    pub fn info(
+        name: impl Into<String>,
+        title: Option<String>,
+        version: impl Into<String>,
+    ) -> Implementation {
+        Implementation::new(name, version).title(title)
+    }
+
+    /// `agentCapabilities` from the methods that exist and the attribute's `prompt(…)`.
+    pub fn capabilities(
+        load_session: bool,
+        image: bool,
+        audio: bool,
+        embedded_context: bool,
+    ) -> AgentCapabilities {
+        AgentCapabilities::new()
+            .load_session(load_session)
+            .prompt_capabilities(
+                acp_core::schema::PromptCapabilities::new()
+                    .image(image)
+                    .audio(audio)
+                    .embedded_context(embedded_context),
+            )
+    }
+
+    /// Identity that pins a future's output type; spanned at the author's return type so that
+    /// a wrong one is reported there.
+    pub fn returns<T, F: Future<Output = T>>(future: F) -> impl Future<Output = T> {
+        future
+    }
+
+    /// The `prompt` of the stub `Agent` impl emitted next to a macro error; never runs.
+    pub fn stub() -> std::future::Ready<Result<StopReason>> {
+        std::future::ready(Err(Error::msg(
+            "this agent did not compile: see the #[acp::agent] errors",
+        )))
+    }
 }

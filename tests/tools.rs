@@ -1,0 +1,562 @@
+//! The tool-call lifecycle run by `#[acp::tool]` methods, seen from the client: the exact
+//! sequence of messages for a call that is allowed, allowed always, rejected, cancelled,
+//! panics, or called by name with bad arguments. Each test names the behaviour it guarantees.
+//!
+//! The client is a small hand-rolled JSON-RPC peer over an in-memory pipe, so every frame the
+//! agent sends is asserted as is. (A `tool_call` without `status` is `pending`: the schema
+//! leaves the default out.)
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use acp::{Diff, Json, Prompt, Session, StopReason};
+use serde_json::{Value, json};
+use tokio::io::{
+    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
+};
+
+// ---------------------------------------------------------------------------------------------
+// The agent under test
+
+#[derive(serde::Serialize)]
+struct Stats {
+    lines: usize,
+}
+
+struct Tester;
+
+#[acp::agent(name = "tester", title = "Tester", version = "1.2.3")]
+impl Tester {
+    /// `<command> [rest]`: `write`, `write-twice`, `sleep`, `panic`, `diff`, `stats`,
+    /// `call <tool> <json args>`.
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+        let text = prompt.text();
+        let (command, rest) = text.split_once(' ').unwrap_or((&text, ""));
+        let outcome = match command {
+            "write" => self.write(cx, "notes.md".into(), "hello".into()).await,
+            "write-twice" => {
+                let first = self.write(cx, "a.md".into(), "1".into()).await?;
+                let second = self.write(cx, "b.md".into(), "22".into()).await?;
+                Ok(format!("{first}, {second}"))
+            }
+            "sleep" => self.sleep(cx).await.map(|()| "woke".to_owned()),
+            "panic" => self.boom(cx).await,
+            "diff" => self.edit(cx, "x.rs".into()).await.map(|d| d.new_text),
+            "stats" => self
+                .stats(cx, "one\ntwo".into())
+                .await
+                .map(|s| s.0.lines.to_string()),
+            "call" => {
+                let (name, args) = rest.split_once(' ').unwrap_or((rest, "null"));
+                let args: Value = serde_json::from_str(args)?;
+                cx.call_tool(name, args).await.map(|out| out.to_text())
+            }
+            other => Err(acp::Error::msg(format!("unknown command {other}"))),
+        };
+        match outcome {
+            Ok(text) => cx.message(format!("ok: {text}")).await?,
+            Err(acp::Error::PermissionDenied) => cx.message("denied").await?,
+            Err(acp::Error::InvalidParams(m)) => cx.message(format!("invalid: {m}")).await?,
+            Err(e) => return Err(e),
+        }
+        Ok(StopReason::EndTurn)
+    }
+
+    /// Writes a file (pretend).
+    ///
+    /// # Arguments
+    /// - `path`: where to write.
+    /// - `content`: what to write.
+    #[acp::tool(kind = "edit", title = "Write {path}", permission)]
+    async fn write(&self, cx: &Session, path: PathBuf, content: String) -> acp::Result<String> {
+        let _ = cx;
+        Ok(format!(
+            "wrote {} bytes to {}",
+            content.len(),
+            path.display()
+        ))
+    }
+
+    /// Waits until the turn is cancelled.
+    #[acp::tool(kind = "think", title = "Sleep")]
+    async fn sleep(&self, cx: &Session) -> acp::Result<()> {
+        let _ = cx;
+        std::future::pending::<()>().await;
+        Ok(())
+    }
+
+    /// Panics.
+    #[acp::tool(kind = "execute")]
+    async fn boom(&self, _cx: &Session) -> acp::Result<String> {
+        panic!("kaboom")
+    }
+
+    /// Returns a diff.
+    #[acp::tool(kind = "edit", title = "Edit {path}")]
+    async fn edit(&self, cx: &Session, path: PathBuf) -> acp::Result<Diff> {
+        Ok(Diff::new(cx.cwd().join(path), "new").old_text("old".to_owned()))
+    }
+
+    /// Counts lines, returning JSON.
+    #[acp::tool(kind = "search", name = "count_lines")]
+    async fn stats(&self, _cx: &Session, text: String) -> acp::Result<Json<Stats>> {
+        Ok(Json(Stats {
+            lines: text.lines().count(),
+        }))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A minimal client
+
+const CWD: &str = "/work/project";
+
+struct Client {
+    out: WriteHalf<DuplexStream>,
+    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
+    next_id: i64,
+    session: String,
+}
+
+impl Client {
+    async fn start() -> Client {
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let (agent_in, agent_out) = tokio::io::split(theirs);
+        tokio::spawn(acp::serve(Tester, agent_in, agent_out));
+        let (read, out) = tokio::io::split(ours);
+        let mut client = Client {
+            out,
+            lines: BufReader::new(read).lines(),
+            next_id: 0,
+            session: String::new(),
+        };
+        let init = client
+            .call(
+                "initialize",
+                json!({ "protocolVersion": 1, "clientCapabilities": {} }),
+            )
+            .await;
+        assert_eq!(
+            init["result"]["agentInfo"],
+            json!({ "name": "tester", "title": "Tester", "version": "1.2.3" })
+        );
+        let new = client
+            .call("session/new", json!({ "cwd": CWD, "mcpServers": [] }))
+            .await;
+        client.session = new["result"]["sessionId"]
+            .as_str()
+            .expect("a session id")
+            .to_owned();
+        client
+    }
+
+    async fn send(&mut self, frame: Value) {
+        let mut line = serde_json::to_vec(&frame).unwrap();
+        line.push(b'\n');
+        self.out.write_all(&line).await.unwrap();
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> i64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
+            .await;
+        id
+    }
+
+    /// Sends a request and returns its answer (nothing else may come first).
+    async fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params).await;
+        let answer = self.recv().await;
+        assert_eq!(
+            answer["id"], id,
+            "expected the answer to {method}, got {answer}"
+        );
+        answer
+    }
+
+    async fn recv(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(5), self.lines.next_line())
+            .await
+            .expect("the agent said nothing for 5 s")
+            .unwrap()
+            .expect("the agent closed the connection");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    async fn prompt(&mut self, text: &str) -> i64 {
+        let session = self.session.clone();
+        self.request(
+            "session/prompt",
+            json!({ "sessionId": session, "prompt": [{ "type": "text", "text": text }] }),
+        )
+        .await
+    }
+
+    /// Expects a `session/update` of this session with this `update`.
+    async fn expect_update(&mut self, update: Value) {
+        let frame = self.recv().await;
+        let expected = json!({
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": { "sessionId": self.session, "update": update },
+        });
+        assert_eq!(frame, expected, "\n got: {frame:#}\nwant: {expected:#}");
+    }
+
+    /// Expects a permission request for this tool call; answers with `option`.
+    async fn expect_permission(&mut self, tool_call: Value, option: &str) {
+        let frame = self.recv().await;
+        let expected = json!({
+            "jsonrpc": "2.0",
+            "id": frame["id"],
+            "method": "session/request_permission",
+            "params": {
+                "sessionId": self.session,
+                "toolCall": tool_call,
+                "options": [
+                    { "optionId": "allow_once", "name": "Allow", "kind": "allow_once" },
+                    { "optionId": "allow_always", "name": "Always allow", "kind": "allow_always" },
+                    { "optionId": "reject_once", "name": "Reject", "kind": "reject_once" },
+                    { "optionId": "reject_always", "name": "Always reject", "kind": "reject_always" },
+                ],
+            },
+        });
+        assert_eq!(frame, expected, "\n got: {frame:#}\nwant: {expected:#}");
+        let id = frame["id"].clone();
+        self.send(json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "result": { "outcome": { "outcome": "selected", "optionId": option } },
+        }))
+        .await;
+    }
+
+    async fn expect_message(&mut self, text: &str) {
+        self.expect_update(json!({
+            "sessionUpdate": "agent_message_chunk",
+            "content": { "type": "text", "text": text },
+        }))
+        .await;
+    }
+
+    async fn expect_answer(&mut self, id: i64, stop_reason: &str) {
+        let frame = self.recv().await;
+        assert_eq!(
+            frame,
+            json!({ "jsonrpc": "2.0", "id": id, "result": { "stopReason": stop_reason } })
+        );
+    }
+}
+
+fn write_call(id: &str, path: &str, content: &str) -> Value {
+    json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": id,
+        "title": format!("Write {path}"),
+        "kind": "edit",
+        "locations": [{ "path": format!("{CWD}/{path}") }],
+        "rawInput": { "path": path, "content": content },
+    })
+}
+
+fn write_permission(id: &str, path: &str, content: &str) -> Value {
+    json!({
+        "toolCallId": id,
+        "title": format!("Write {path}"),
+        "kind": "edit",
+        "locations": [{ "path": format!("{CWD}/{path}") }],
+        "rawInput": { "path": path, "content": content },
+    })
+}
+
+fn status(id: &str, status: &str) -> Value {
+    json!({ "sessionUpdate": "tool_call_update", "toolCallId": id, "status": status })
+}
+
+fn completed_text(id: &str, text: &str) -> Value {
+    json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": id,
+        "status": "completed",
+        "content": [{ "type": "content", "content": { "type": "text", "text": text } }],
+    })
+}
+
+fn failed(id: &str, message: &str) -> Value {
+    json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": id,
+        "status": "failed",
+        "content": [{ "type": "content", "content": { "type": "text", "text": message } }],
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lifecycle, message by message
+
+#[tokio::test]
+async fn allowed_once_tool_call_goes_pending_permission_in_progress_completed() {
+    let mut c = Client::start().await;
+    let id = c.prompt("write").await;
+    c.expect_update(write_call("call_0", "notes.md", "hello"))
+        .await;
+    c.expect_permission(
+        write_permission("call_0", "notes.md", "hello"),
+        "allow_once",
+    )
+    .await;
+    c.expect_update(status("call_0", "in_progress")).await;
+    c.expect_update(completed_text("call_0", "wrote 5 bytes to notes.md"))
+        .await;
+    c.expect_message("ok: wrote 5 bytes to notes.md").await;
+    c.expect_answer(id, "end_turn").await;
+
+    // "Once" is not remembered: the next call asks again.
+    let id = c.prompt("write").await;
+    c.expect_update(write_call("call_1", "notes.md", "hello"))
+        .await;
+    c.expect_permission(
+        write_permission("call_1", "notes.md", "hello"),
+        "reject_once",
+    )
+    .await;
+    c.expect_update(failed("call_1", "permission denied by the user"))
+        .await;
+    c.expect_message("denied").await;
+    c.expect_answer(id, "end_turn").await;
+}
+
+#[tokio::test]
+async fn allow_always_is_remembered_for_the_session_and_not_asked_again() {
+    let mut c = Client::start().await;
+    let id = c.prompt("write-twice").await;
+    c.expect_update(write_call("call_0", "a.md", "1")).await;
+    c.expect_permission(write_permission("call_0", "a.md", "1"), "allow_always")
+        .await;
+    c.expect_update(status("call_0", "in_progress")).await;
+    c.expect_update(completed_text("call_0", "wrote 1 bytes to a.md"))
+        .await;
+    // Second call of the same tool: no permission request.
+    c.expect_update(write_call("call_1", "b.md", "22")).await;
+    c.expect_update(status("call_1", "in_progress")).await;
+    c.expect_update(completed_text("call_1", "wrote 2 bytes to b.md"))
+        .await;
+    c.expect_message("ok: wrote 1 bytes to a.md, wrote 2 bytes to b.md")
+        .await;
+    c.expect_answer(id, "end_turn").await;
+
+    // Still remembered in a later turn of the same session.
+    let id = c.prompt("write").await;
+    c.expect_update(write_call("call_2", "notes.md", "hello"))
+        .await;
+    c.expect_update(status("call_2", "in_progress")).await;
+    c.expect_update(completed_text("call_2", "wrote 5 bytes to notes.md"))
+        .await;
+    c.expect_message("ok: wrote 5 bytes to notes.md").await;
+    c.expect_answer(id, "end_turn").await;
+
+    // A new session asks again.
+    let new = c
+        .call("session/new", json!({ "cwd": CWD, "mcpServers": [] }))
+        .await;
+    c.session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+    let id = c.prompt("write").await;
+    c.expect_update(write_call("call_0", "notes.md", "hello"))
+        .await;
+    c.expect_permission(
+        write_permission("call_0", "notes.md", "hello"),
+        "allow_once",
+    )
+    .await;
+    c.expect_update(status("call_0", "in_progress")).await;
+    c.expect_update(completed_text("call_0", "wrote 5 bytes to notes.md"))
+        .await;
+    c.expect_message("ok: wrote 5 bytes to notes.md").await;
+    c.expect_answer(id, "end_turn").await;
+}
+
+#[tokio::test]
+async fn rejected_tool_call_fails_and_returns_permission_denied() {
+    let mut c = Client::start().await;
+    let id = c.prompt("write").await;
+    c.expect_update(write_call("call_0", "notes.md", "hello"))
+        .await;
+    c.expect_permission(
+        write_permission("call_0", "notes.md", "hello"),
+        "reject_always",
+    )
+    .await;
+    c.expect_update(failed("call_0", "permission denied by the user"))
+        .await;
+    c.expect_message("denied").await;
+    c.expect_answer(id, "end_turn").await;
+
+    // "Reject always" is remembered: the next call fails without asking.
+    let id = c.prompt("write").await;
+    c.expect_update(write_call("call_1", "notes.md", "hello"))
+        .await;
+    c.expect_update(failed("call_1", "permission denied by the user"))
+        .await;
+    c.expect_message("denied").await;
+    c.expect_answer(id, "end_turn").await;
+}
+
+#[tokio::test]
+async fn cancel_during_the_body_fails_the_call_and_the_turn_answers_cancelled() {
+    let mut c = Client::start().await;
+    let id = c.prompt("sleep").await;
+    c.expect_update(json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": "call_0",
+        "title": "Sleep",
+        "kind": "think",
+        "rawInput": {},
+    }))
+    .await;
+    c.expect_update(status("call_0", "in_progress")).await;
+    let session = c.session.clone();
+    c.send(
+        json!({ "jsonrpc": "2.0", "method": "session/cancel", "params": { "sessionId": session } }),
+    )
+    .await;
+    c.expect_update(failed("call_0", "cancelled")).await;
+    c.expect_answer(id, "cancelled").await;
+}
+
+#[tokio::test]
+async fn panic_in_a_tool_fails_the_call_and_the_turn_and_the_agent_lives_on() {
+    let mut c = Client::start().await;
+    let id = c.prompt("panic").await;
+    c.expect_update(json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": "call_0",
+        "title": "boom",
+        "kind": "execute",
+        "rawInput": {},
+    }))
+    .await;
+    c.expect_update(status("call_0", "in_progress")).await;
+    c.expect_update(failed("call_0", "the tool `boom` panicked: kaboom"))
+        .await;
+    let answer = c.recv().await;
+    assert_eq!(
+        answer,
+        json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": { "code": -32603, "message": "the tool `boom` panicked: kaboom" },
+        })
+    );
+
+    // The agent is still serving.
+    let id = c.prompt("diff").await;
+    c.expect_update(json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": "call_1",
+        "title": "Edit x.rs",
+        "kind": "edit",
+        "locations": [{ "path": format!("{CWD}/x.rs") }],
+        "rawInput": { "path": "x.rs" },
+    }))
+    .await;
+    c.expect_update(status("call_1", "in_progress")).await;
+    c.expect_update(json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "call_1",
+        "status": "completed",
+        "content": [{ "type": "diff", "path": format!("{CWD}/x.rs"), "oldText": "old", "newText": "new" }],
+    }))
+    .await;
+    c.expect_message("ok: new").await;
+    c.expect_answer(id, "end_turn").await;
+}
+
+#[tokio::test]
+async fn bad_arguments_by_name_fail_the_call_with_a_message_for_the_model() {
+    let mut c = Client::start().await;
+    let id = c.prompt(r#"call write {"path": 3, "contents": "x"}"#).await;
+    c.expect_update(json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": "call_0",
+        "title": "Write 3",
+        "kind": "edit",
+        "rawInput": { "path": 3, "contents": "x" },
+    }))
+    .await;
+    let message = "invalid arguments for tool `write`: argument `path`: invalid type: integer `3`, \
+                   expected path string; missing argument `content`; unknown argument `contents` \
+                   (expected an object with `path`, `content`)";
+    c.expect_update(failed("call_0", message)).await;
+    c.expect_message(&format!("invalid: {message}")).await;
+    c.expect_answer(id, "end_turn").await;
+
+    // Not an object at all.
+    let id = c.prompt(r#"call count_lines [1]"#).await;
+    c.expect_update(json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": "call_1",
+        "title": "count_lines",
+        "kind": "search",
+        "rawInput": [1],
+    }))
+    .await;
+    let message = "invalid arguments for tool `count_lines`: the arguments must be a JSON object, \
+                   not an array (expected an object with `text`)";
+    c.expect_update(failed("call_1", message)).await;
+    c.expect_message(&format!("invalid: {message}")).await;
+    c.expect_answer(id, "end_turn").await;
+
+    // An unknown tool: no tool call at all.
+    let id = c.prompt(r#"call nope {}"#).await;
+    c.expect_message(
+        "invalid: no tool named `nope`; the tools are: write, sleep, boom, edit, count_lines",
+    )
+    .await;
+    c.expect_answer(id, "end_turn").await;
+}
+
+#[tokio::test]
+async fn call_by_name_runs_the_same_lifecycle_as_a_typed_call() {
+    let mut c = Client::start().await;
+    let id = c
+        .prompt(r#"call write {"path": "notes.md", "content": "hello"}"#)
+        .await;
+    c.expect_update(write_call("call_0", "notes.md", "hello"))
+        .await;
+    c.expect_permission(
+        write_permission("call_0", "notes.md", "hello"),
+        "allow_once",
+    )
+    .await;
+    c.expect_update(status("call_0", "in_progress")).await;
+    c.expect_update(completed_text("call_0", "wrote 5 bytes to notes.md"))
+        .await;
+    c.expect_message("ok: wrote 5 bytes to notes.md").await;
+    c.expect_answer(id, "end_turn").await;
+}
+
+#[tokio::test]
+async fn json_output_is_sent_as_raw_output_and_text() {
+    let mut c = Client::start().await;
+    let id = c.prompt(r#"call count_lines {"text": "a\nb\nc"}"#).await;
+    c.expect_update(json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": "call_0",
+        "title": "count_lines",
+        "kind": "search",
+        "rawInput": { "text": "a\nb\nc" },
+    }))
+    .await;
+    c.expect_update(status("call_0", "in_progress")).await;
+    c.expect_update(json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "call_0",
+        "status": "completed",
+        "content": [{ "type": "content", "content": { "type": "text", "text": "{\n  \"lines\": 3\n}" } }],
+        "rawOutput": { "lines": 3 },
+    }))
+    .await;
+    c.expect_message("ok: {\n  \"lines\": 3\n}").await;
+    c.expect_answer(id, "end_turn").await;
+}

@@ -1,0 +1,17 @@
+use acp::{Prompt, Session, StopReason};
+
+struct Agent;
+
+#[acp::agent]
+impl Agent {
+    async fn prompt(&self, _cx: &Session, _prompt: Prompt) -> acp::Result<StopReason> {
+        Ok(StopReason::EndTurn)
+    }
+
+    #[acp::tool]
+    fn now(&self, _cx: &Session) -> acp::Result<String> {
+        Ok(String::new())
+    }
+}
+
+fn main() {}

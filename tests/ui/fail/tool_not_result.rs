@@ -1,0 +1,17 @@
+use acp::{Prompt, Session, StopReason};
+
+struct Agent;
+
+#[acp::agent]
+impl Agent {
+    async fn prompt(&self, _cx: &Session, _prompt: Prompt) -> acp::Result<StopReason> {
+        Ok(StopReason::EndTurn)
+    }
+
+    #[acp::tool]
+    async fn text(&self, _cx: &Session) -> String {
+        String::new()
+    }
+}
+
+fn main() {}

@@ -1,0 +1,17 @@
+use acp::{Prompt, Session, StopReason};
+
+struct Agent;
+
+#[acp::agent]
+impl Agent {
+    async fn prompt(&self, _cx: &Session, _prompt: Prompt) -> acp::Result<StopReason> {
+        Ok(StopReason::EndTurn)
+    }
+
+    #[acp::tool(kind = "read", ask_permission)]
+    async fn read(&self, _cx: &Session) -> acp::Result<String> {
+        Ok(String::new())
+    }
+}
+
+fn main() {}
