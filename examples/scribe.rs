@@ -13,7 +13,7 @@ use acp::{Diff, Prompt, Session, StopReason};
 
 /// A tiny agent that edits files in the user's editor.
 #[derive(Default)]
-struct Scribe;
+pub struct Scribe;
 
 #[acp::agent(name = "scribe", title = "Scribe", version = env!("CARGO_PKG_VERSION"))]
 impl Scribe {

@@ -1,0 +1,463 @@
+//! Every example agent, tested in-process with `acp::testing` — the way an agent author tests
+//! their own agent. (The interop tests drive the built binaries with the official clients.)
+
+use acp::StopReason;
+use acp::schema::{PlanEntryStatus, SessionUpdate, ToolCallContent, ToolCallStatus};
+use acp::testing::{MemoryFs, PermissionPolicy, TerminalStub, TestClient};
+use serde_json::json;
+
+#[path = "../examples/echo.rs"]
+#[allow(dead_code)]
+mod echo;
+#[path = "../examples/model.rs"]
+#[allow(dead_code)]
+mod model;
+#[path = "../examples/modes.rs"]
+#[allow(dead_code)]
+mod modes;
+#[path = "../examples/planner.rs"]
+#[allow(dead_code)]
+mod planner;
+#[path = "../examples/scribe.rs"]
+#[allow(dead_code)]
+mod scribe;
+#[path = "../examples/shell.rs"]
+#[allow(dead_code)]
+mod shell;
+
+use ToolCallStatus::{Completed, Failed, InProgress, Pending};
+
+/// Guards a test against hangs; generous, never a performance assertion.
+async fn within<T>(fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(30), fut)
+        .await
+        .expect("the test hung")
+}
+
+// ---- echo ----
+
+#[tokio::test]
+async fn echo_streams_the_prompt_back_under_a_plan() {
+    let client = TestClient::builder().connect(echo::Echo).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("hello there  world").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    assert_eq!(turn.text(), "hello there  world");
+    let plans = turn.plans();
+    assert_eq!(
+        plans.first().unwrap().entries[0].status,
+        PlanEntryStatus::InProgress
+    );
+    assert_eq!(
+        plans.last().unwrap().entries[0].status,
+        PlanEntryStatus::Completed
+    );
+}
+
+// ---- scribe ----
+
+#[tokio::test]
+async fn scribe_reads_then_writes_notes_with_a_diff_after_asking() {
+    let fs = MemoryFs::new().with("/workspace/NOTES.md", "- first\n");
+    let client = TestClient::builder()
+        .fs(fs)
+        .connect(scribe::Scribe)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("second").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    assert_eq!(turn.text(), "Noted.");
+    let calls = turn.tool_calls();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(
+        (calls[0].title.as_str(), calls[0].statuses.as_slice()),
+        (
+            "Read /workspace/NOTES.md",
+            &[Pending, InProgress, Completed][..]
+        )
+    );
+    assert_eq!(calls[1].title, "Write /workspace/NOTES.md");
+    assert_eq!(calls[1].statuses, [Pending, InProgress, Completed]);
+    assert_eq!(
+        calls[1].locations,
+        [std::path::PathBuf::from("/workspace/NOTES.md")]
+    );
+    let diff = calls[1].diffs()[0];
+    assert_eq!(diff.old_text.as_deref(), Some("- first\n"));
+    assert_eq!(diff.new_text, "- first\n- second\n");
+    assert_eq!(turn.permission_requests().len(), 1);
+    assert_eq!(
+        client.fs().read("/workspace/NOTES.md").as_deref(),
+        Some("- first\n- second\n")
+    );
+}
+
+#[tokio::test]
+async fn scribe_writes_nothing_when_the_user_says_no() {
+    let client = TestClient::builder()
+        .fs(MemoryFs::new())
+        .permissions(PermissionPolicy::RejectOnce)
+        .connect(scribe::Scribe)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("secret").await.unwrap();
+    assert_eq!(turn.text(), "Not noted: you said no.");
+    assert_eq!(turn.tool_calls()[1].status(), Some(Failed));
+    assert_eq!(client.fs().read("/workspace/NOTES.md"), None);
+    assert!(client.requests_from_agent("fs/write_text_file").is_empty());
+}
+
+#[tokio::test]
+async fn scribe_asks_once_when_the_user_allows_always() {
+    let client = TestClient::builder()
+        .fs(MemoryFs::new())
+        .permissions(PermissionPolicy::AllowAlways)
+        .connect(scribe::Scribe)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    assert_eq!(
+        session
+            .prompt("one")
+            .await
+            .unwrap()
+            .permission_requests()
+            .len(),
+        1
+    );
+    assert_eq!(
+        session
+            .prompt("two")
+            .await
+            .unwrap()
+            .permission_requests()
+            .len(),
+        0
+    );
+    assert_eq!(
+        client.fs().read("/workspace/NOTES.md").as_deref(),
+        Some("- one\n- two\n")
+    );
+}
+
+// ---- shell ----
+
+#[tokio::test]
+async fn shell_runs_the_command_in_a_terminal_embedded_in_its_tool_call() {
+    let client = TestClient::builder()
+        .terminal(TerminalStub::new().output("a\nb\n").exit_code(0))
+        .connect(shell::Shell)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("ls -la").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    assert_eq!(
+        client.terminals_created(),
+        [("sh".to_owned(), vec!["-c".to_owned(), "ls -la".to_owned()])]
+    );
+    let call = &turn.tool_calls()[0];
+    assert_eq!(call.title, "Run `ls -la`");
+    assert_eq!(call.statuses, [Pending, InProgress, Completed]);
+    assert!(
+        matches!(&call.content[..], [ToolCallContent::Terminal(t)] if &*t.terminal_id.0 == "term_0")
+    );
+    assert!(
+        turn.text().contains("exit code 0, 2 lines"),
+        "{}",
+        turn.text()
+    );
+    assert_eq!(client.terminals_released(), ["term_0"]);
+}
+
+#[tokio::test]
+async fn shell_does_not_run_a_rejected_command() {
+    let client = TestClient::builder()
+        .terminal(TerminalStub::new())
+        .permissions(PermissionPolicy::RejectOnce)
+        .connect(shell::Shell)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("rm -rf /").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    assert!(client.terminals_created().is_empty());
+    assert_eq!(turn.tool_calls()[0].status(), Some(Failed));
+    assert_eq!(turn.text(), "Okay, I won't run it.");
+}
+
+#[tokio::test]
+async fn shell_kills_and_releases_the_terminal_on_cancel() {
+    let client = TestClient::builder()
+        .terminal(TerminalStub::new().hang())
+        .connect(shell::Shell)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    // Cancel once the terminal shows up in the tool call.
+    session.cancel_when(|u| {
+        matches!(u, SessionUpdate::ToolCallUpdate(u)
+            if u.fields.content.as_ref().is_some_and(|c| matches!(c[..], [ToolCallContent::Terminal(_)])))
+    });
+    let turn = within(session.prompt("sleep 1000")).await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::Cancelled));
+    assert_eq!(turn.tool_calls()[0].status(), Some(Failed));
+    within(async {
+        while client.terminals_released() != ["term_0"] {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn shell_explains_when_the_editor_has_no_terminal() {
+    let client = TestClient::builder().connect(shell::Shell).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("ls").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    assert!(
+        turn.text().contains("no `terminal` capability"),
+        "{}",
+        turn.text()
+    );
+    assert!(turn.tool_calls().is_empty());
+    assert!(client.requests_from_agent("terminal/create").is_empty());
+}
+
+// ---- planner ----
+
+#[tokio::test]
+async fn planner_publishes_and_completes_its_plan_with_several_tool_calls() {
+    let fs = MemoryFs::new().with(
+        "/workspace/README.md",
+        "# Title\nsome words here\nTODO: more\n",
+    );
+    let client = TestClient::builder()
+        .fs(fs)
+        .connect(planner::Planner)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    let calls = turn.tool_calls();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].title, "Read README.md");
+    assert!(calls.iter().all(|c| c.status() == Some(Completed)));
+    assert_eq!(
+        calls[1].raw_output,
+        Some(json!({"lines": 3, "words": 7, "headings": 1, "todos": 1}))
+    );
+    let last = turn.plans().last().unwrap().entries.clone();
+    assert!(last.iter().all(|e| e.status == PlanEntryStatus::Completed));
+    assert_eq!(
+        turn.text(),
+        "`README.md` has 3 lines, 7 words, 1 headings and 1 TODOs."
+    );
+    assert!(!turn.thoughts().is_empty());
+}
+
+#[tokio::test]
+async fn planner_revises_its_plan_when_the_file_is_missing() {
+    let client = TestClient::builder()
+        .fs(MemoryFs::new())
+        .connect(planner::Planner)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("NOPE.md").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    let last = turn.plans().last().unwrap().entries.clone();
+    let steps: Vec<_> = last.iter().map(|e| e.content.as_str()).collect();
+    assert_eq!(steps, ["Read NOPE.md", "Explain that the file is missing"]);
+    assert_eq!(turn.tool_calls()[0].status(), Some(Failed));
+}
+
+#[tokio::test]
+async fn planner_stops_between_steps_when_cancelled() {
+    let fs = MemoryFs::new().with("/workspace/README.md", "text");
+    let client = TestClient::builder()
+        .fs(fs)
+        .connect(planner::Planner)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    session.cancel_when(|u| matches!(u, SessionUpdate::ToolCall(_)));
+    let turn = within(session.prompt("")).await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::Cancelled));
+    assert_eq!(turn.text(), "", "no report after the cancel");
+    assert_eq!(
+        turn.tool_calls().len(),
+        1,
+        "no step started after the cancel"
+    );
+}
+
+// ---- modes ----
+
+#[tokio::test]
+async fn modes_advertises_modes_commands_and_a_config_option() {
+    let client = TestClient::builder().connect(modes::Modes).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    let answer = session.new_session_response();
+    assert_eq!(answer["modes"]["currentModeId"], "ask");
+    assert_eq!(
+        answer["modes"]["availableModes"].as_array().unwrap().len(),
+        2
+    );
+    assert_eq!(answer["configOptions"][0]["id"], "tone");
+    // The slash commands arrive right after the answer.
+    let turn = session.prompt("hi").await.unwrap();
+    assert_eq!(turn.text(), "[ask mode] You said: hi");
+    let announced = client.transcript().iter().any(|f| {
+        f.message["params"]["update"]["sessionUpdate"] == "available_commands_update"
+            && f.message["params"]["update"]["availableCommands"]
+                .as_array()
+                .unwrap()
+                .len()
+                == 4
+    });
+    assert!(announced);
+}
+
+#[tokio::test]
+async fn modes_switches_from_the_mode_picker_and_from_a_slash_command() {
+    let client = TestClient::builder().connect(modes::Modes).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    session.set_mode("code").await.unwrap();
+    assert_eq!(
+        session.prompt("x").await.unwrap().text(),
+        "[code mode] You said: x"
+    );
+    let err = session.set_mode("yolo").await.unwrap_err();
+    assert!(
+        matches!(err, acp::Error::Rpc { code: -32602, .. }),
+        "{err:?}"
+    );
+
+    let turn = session.prompt("/ask").await.unwrap();
+    assert!(turn.updates().iter().any(
+        |u| matches!(u, SessionUpdate::CurrentModeUpdate(m) if &*m.current_mode_id.0 == "ask")
+    ));
+    assert_eq!(
+        session.prompt("y").await.unwrap().text(),
+        "[ask mode] You said: y"
+    );
+    assert_eq!(
+        session.prompt("/echo hi there").await.unwrap().text(),
+        "hi there"
+    );
+}
+
+#[tokio::test]
+async fn modes_config_option_changes_the_tone() {
+    let client = TestClient::builder().connect(modes::Modes).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    let answer = client
+        .request(
+            "session/set_config_option",
+            json!({"sessionId": session.id(), "configId": "tone", "value": "cheerful"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer["configOptions"][0]["currentValue"], "cheerful");
+    assert_eq!(session.prompt("/echo yay").await.unwrap().text(), "yay 🎉");
+}
+
+// ---- model ----
+
+fn model_client() -> acp::testing::TestClientBuilder {
+    TestClient::builder().fs(MemoryFs::new().with("/workspace/notes.txt", "milk"))
+}
+
+#[tokio::test]
+async fn model_reads_through_a_tool_it_picked_by_name() {
+    let client = model_client()
+        .connect(model::ModelAgent::new(model::ScriptedModel))
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("read notes.txt").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    let calls = turn.tool_calls();
+    assert_eq!(calls[0].title, "Read notes.txt");
+    assert_eq!(calls[0].statuses, [Pending, InProgress, Completed]);
+    assert_eq!(turn.text(), "Done. The tool returned:\nmilk");
+}
+
+#[tokio::test]
+async fn model_writes_after_permission_and_shows_a_diff() {
+    let client = model_client()
+        .connect(model::ModelAgent::new(model::ScriptedModel))
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("write notes.txt eggs").await.unwrap();
+    assert_eq!(turn.permission_requests().len(), 1);
+    let call = &turn.tool_calls()[0];
+    assert_eq!(call.status(), Some(Completed));
+    let diff = call.diffs()[0];
+    assert_eq!(diff.old_text.as_deref(), Some("milk"));
+    assert_eq!(diff.new_text, "eggs");
+    assert_eq!(
+        client.fs().read("/workspace/notes.txt").as_deref(),
+        Some("eggs")
+    );
+}
+
+#[tokio::test]
+async fn model_hears_about_a_rejected_tool_call() {
+    let client = model_client()
+        .permissions(PermissionPolicy::RejectOnce)
+        .connect(model::ModelAgent::new(model::ScriptedModel))
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("write notes.txt eggs").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    assert!(
+        turn.text()
+            .starts_with("The tool failed: permission denied"),
+        "{}",
+        turn.text()
+    );
+    assert_eq!(
+        client.fs().read("/workspace/notes.txt").as_deref(),
+        Some("milk")
+    );
+}
+
+#[tokio::test]
+async fn model_gets_bad_arguments_back_as_a_descriptive_error() {
+    let client = model_client()
+        .connect(model::ModelAgent::new(model::ScriptedModel))
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("bad").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    assert!(
+        turn.text().starts_with("The tool failed:"),
+        "{}",
+        turn.text()
+    );
+    assert!(
+        turn.text().contains("path"),
+        "names the argument: {}",
+        turn.text()
+    );
+}
+
+#[tokio::test]
+async fn model_stops_at_max_turn_requests() {
+    let mut agent = model::ModelAgent::new(model::ScriptedModel);
+    agent.max_turn_requests = 3;
+    let client = model_client().connect(agent).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("spin").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::MaxTurnRequests));
+    assert_eq!(turn.tool_calls().len(), 3);
+}
