@@ -1,7 +1,8 @@
-//! # echo — the smallest complete agent, written on the runtime by hand
+//! # echo — the smallest complete agent
 //!
-//! Shows: streaming message chunks, a plan, a thought, reading and writing files through
-//! the editor, a tool call that asks the user for permission, and cancellation.
+//! Shows: `#[acp::agent]` on a plain impl with just `prompt`; streaming message chunks, a
+//! plan, a thought; reading and writing files through the editor; a tool call driven by hand
+//! (`cx.tool_call(..)`) that asks the user for permission; and cancellation.
 //!
 //! Run it under a real ACP client:
 //! `cargo build --example echo` and point your editor's agent server setting at
@@ -17,16 +18,14 @@
 use acp::schema::{
     PermissionOption, PermissionOptionKind, PlanEntry, PlanEntryPriority, PlanEntryStatus,
 };
-use acp::{Agent, Prompt, Session, StopReason, ToolKind};
+use acp::{Prompt, Session, StopReason, ToolKind};
 
 /// The agent: no state of its own.
 pub struct Echo;
 
-impl Agent for Echo {
-    fn info(&self) -> acp::schema::Implementation {
-        acp::schema::Implementation::new("echo", env!("CARGO_PKG_VERSION")).title("Echo")
-    }
-
+#[acp::agent(name = "echo", title = "Echo")]
+impl Echo {
+    /// One prompt turn: everything the agent does happens here.
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
         let text = prompt.text();
         let text = text.trim();

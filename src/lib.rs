@@ -1,29 +1,47 @@
 //! # acp — Agent Client Protocol agents as plain async functions
 //!
 //! [ACP](https://agentclientprotocol.com) connects code editors (Zed, JetBrains, neovim, …) to
-//! coding agents over JSON-RPC on stdio. This crate lets an agent be written as an ordinary
-//! Rust type: implement [`Agent`] (or let `#[acp::agent]` do it), call [`serve_stdio`], and
-//! the runtime handles framing, routing, capabilities, ordering, cancellation and tool-call
-//! bookkeeping.
+//! coding agents over JSON-RPC on stdio. With this crate an agent is an ordinary Rust type:
+//! write its prompt turn and its tools as async methods, put [`#[acp::agent]`](macro@agent) on
+//! the impl, and call [`serve_stdio`]. The runtime does the protocol: routing, capability
+//! advertisement, session and tool-call ids, tool-call status updates, permission round trips
+//! (remembering "always"), cancellation, ordering, and the JSON-RPC errors the spec names.
 //!
 //! ```no_run
-//! use acp::{Agent, Prompt, Session, StopReason};
+//! use std::path::PathBuf;
+//! use acp::{Prompt, Session, StopReason};
 //!
-//! struct Echo;
+//! struct Reader;
 //!
-//! impl Agent for Echo {
+//! #[acp::agent(name = "reader")]
+//! impl Reader {
 //!     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
-//!         cx.message(prompt.text()).await?;
+//!         let text = self.read(cx, prompt.text().trim().into()).await?; // a tool call the user sees
+//!         cx.message(format!("{} lines", text.lines().count())).await?;
 //!         Ok(StopReason::EndTurn)
+//!     }
+//!
+//!     /// Reads a text file through the editor.
+//!     #[acp::tool(kind = "read", title = "Read {path}")]
+//!     async fn read(&self, cx: &Session, path: PathBuf) -> acp::Result<String> {
+//!         cx.fs().read_text_file(&path).await
 //!     }
 //! }
 //!
 //! #[tokio::main]
 //! async fn main() -> acp::Result<()> {
-//!     acp::init_logging();
-//!     acp::serve_stdio(Echo).await
+//!     acp::init_logging(); // tracing to stderr
+//!     acp::serve_stdio(Reader).await
 //! }
 //! ```
+//!
+//! Where to go next:
+//! - [`Session`]: everything a turn says to the editor (messages, thoughts, plans, files,
+//!   terminals, permission, cancellation, per-session state);
+//! - [`macro@agent`] and [`macro@tool`]: every option, and what a tool call does;
+//! - [`Agent`]: the trait the macro implements, to write by hand if you prefer;
+//! - [`testing`]: an in-process editor to unit-test an agent with;
+//! - [`schema`]: the protocol's wire types, from the official schema crate.
 //!
 //! Never print to stdout in an agent: stdout carries protocol frames only. Log with `tracing`
 //! (see [`init_logging`]).

@@ -4,11 +4,16 @@
 //! Agent authors normally use the `acp` facade and its `#[acp::agent]` macro; this crate holds
 //! everything the macro's expansion calls into, and can be used by hand:
 //!
-//! - [`rpc`](crate) framing, [`connection`](crate) routing and ordering (internal modules),
-//! - [`Agent`]: what an agent implements,
-//! - [`Session`]: the per-session handle (updates, fs, terminals, permissions, cancellation),
-//! - [`ToolCallGuard`]: the tool-call lifecycle,
-//! - [`Error`]: the one error type.
+//! - [`Agent`]: what an agent implements; [`serve`] / [`serve_stdio`] run it;
+//! - [`Session`]: the per-session handle (updates, fs, terminals, permissions, cancellation);
+//! - [`ToolCallGuard`]: the low-level tool-call lifecycle; [`ToolDef`] / [`ToolOutput`]: tools
+//!   by name;
+//! - [`Error`]: the one error type;
+//! - [`testing`]: an in-process client for tests.
+//!
+//! Internally: `rpc` holds JSON-RPC framing (classifying lines, encoding frames), `connection`
+//! the reader, the writer and routing, `session`/`terminal`/`tool`/`tools` what their names
+//! say.
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations)]
 

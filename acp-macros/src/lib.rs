@@ -3,9 +3,9 @@
 //! Use them through the `acp` crate, which documents them; this crate is an implementation
 //! detail whose expansion only names `::acp::__private::…`.
 //!
-//! Layout: [`agent`] parses the attribute and the whole `impl`, validates it and expands the
-//! `Agent` impl; [`tool`] does the same for each `#[acp::tool]` method inside it (the
-//! standalone `#[acp::tool]` only reports that it must be inside an agent impl); [`util`]
+//! Layout: `agent` parses the attribute and the whole `impl`, validates it and expands the
+//! `Agent` impl; `tool` does the same for each `#[acp::tool]` method inside it (the
+//! standalone `#[acp::tool]` only reports that it must be inside an agent impl); `util`
 //! holds the error collector and doc-comment helpers.
 
 mod agent;
