@@ -52,7 +52,7 @@ pub enum Error {
     /// Parameters or arguments that do not match what was expected.
     ///
     /// Sent to the client as `-32602 Invalid params`.
-    #[error("invalid params: {0}")]
+    #[error("{0}")]
     InvalidParams(String),
     /// An update was sent through a [`Session`](crate::Session) handle whose prompt turn has
     /// already been answered; the protocol forbids updates after the answer, so it was dropped.

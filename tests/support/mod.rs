@@ -1,6 +1,6 @@
 //! Shared helpers for the interop and protocol tests.
 //!
-//! * locating the `echo` example binary next to the test executable,
+//! * locating the example binaries (`echo`, …) next to the test executable,
 //! * installing the Node / Python client SDKs on first use (safe when several
 //!   test threads or test processes start at once),
 //! * running a child process with a hang guard,
@@ -36,9 +36,14 @@ pub fn target_dir() -> PathBuf {
     tmp.parent().map(Path::to_path_buf).unwrap_or(tmp)
 }
 
-/// Path of the `echo` example, built by `cargo test` next to the test executable:
-/// `<target>/<profile>/deps/<test>-<hash>` -> `<target>/<profile>/examples/echo`.
+/// Path of the `echo` example; see [`example_binary`].
 pub fn echo_binary() -> PathBuf {
+    example_binary("echo")
+}
+
+/// Path of the example `name`, built by `cargo test` next to the test executable:
+/// `<target>/<profile>/deps/<test>-<hash>` -> `<target>/<profile>/examples/<name>`.
+pub fn example_binary(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let deps = exe
         .parent()
@@ -46,12 +51,12 @@ pub fn echo_binary() -> PathBuf {
     let profile_dir = deps.parent().expect("deps directory has a parent");
     let bin = profile_dir
         .join("examples")
-        .join(format!("echo{}", std::env::consts::EXE_SUFFIX));
+        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.is_file(),
-        "the echo example agent was not found at {}.\n\
+        "the {name} example agent was not found at {}.\n\
          A plain `cargo test` builds examples before running tests; when running a single \
-         test target, build it first with `cargo build --example echo`.",
+         test target, build it first with `cargo build --example {name}`.",
         bin.display()
     );
     bin

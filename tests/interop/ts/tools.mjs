@@ -1,0 +1,789 @@
+#!/usr/bin/env node
+// Tool-call interop: drives the `scribe`, `model` and `shell` example agents with the
+// official TypeScript client SDK (@agentclientprotocol/sdk) and checks the tool-call
+// lifecycle that `#[acp::tool]` generates (acp-core/src/tools.rs, `expand::run_tool`):
+//
+//   tool_call pending -> [session/request_permission] -> tool_call_update in_progress
+//     -> tool_call_update completed (with content) | failed
+//
+// Each scenario asserts the exact ordered sequence of the agent's frames for one prompt turn
+// on the raw tap (lib/agent.mjs), up to and including the prompt answer; every agent frame is
+// validated against the SDK's JSON Schema (lib/validator.mjs).
+//
+// usage: node tools.mjs <examples-dir> [scenario ...]
+//        node tools.mjs --list
+//
+// <examples-dir> holds the example binaries (cargo puts them in <target>/debug/examples).
+// Exit status: 0 when every selected scenario passed, 1 otherwise, 2 on usage errors.
+
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { isAbsolute, join, relative } from "node:path";
+import * as acp from "@agentclientprotocol/sdk";
+import { FrameValidator } from "./lib/validator.mjs";
+import { spawnAgent } from "./lib/agent.mjs";
+
+const SCENARIO_TIMEOUT_MS = 60_000;
+const WAIT_MS = 20_000;
+/** How long the shell agent gets to release (or kill) its terminal after a cancel. */
+const RELEASE_WITHIN_MS = 5_000;
+const EXE = process.platform === "win32" ? ".exe" : "";
+
+// The SDK reports swallowed problems (e.g. a notification failing its zod schema) through
+// console.error / console.warn: capture them so that a scenario fails instead of passing.
+const sdkDiagnostics = [];
+for (const level of ["error", "warn"]) {
+  const original = console[level].bind(console);
+  console[level] = (...args) => {
+    sdkDiagnostics.push(
+      `console.${level}: ` +
+        args.map((a) => (typeof a === "string" ? a : a instanceof Error ? a.stack : JSON.stringify(a))).join(" "),
+    );
+    original(...args);
+  };
+}
+
+class ScenarioFailure extends Error {}
+
+class Checks {
+  constructor() {
+    this.failures = [];
+    this.notes = [];
+  }
+  check(cond, message) {
+    if (!cond) this.failures.push(message);
+    return Boolean(cond);
+  }
+  /** Like check, but aborts the scenario when false. */
+  must(cond, message) {
+    if (!cond) throw new ScenarioFailure(message);
+  }
+  equal(actual, expected, what) {
+    const a = JSON.stringify(actual);
+    const e = JSON.stringify(expected);
+    return this.check(a === e, `${what}:\n      expected ${e}\n      got      ${a}`);
+  }
+  note(message) {
+    this.notes.push(message);
+  }
+}
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  return Promise.race([
+    promise,
+    new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new ScenarioFailure(`timed out after ${ms} ms: ${what}`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function describeError(e) {
+  if (e instanceof acp.RequestError) return `RequestError ${e.code} ${JSON.stringify(e.message)} data=${JSON.stringify(e.data)}`;
+  return String(e?.stack ?? e);
+}
+
+// ---------------------------------------------------------------------------
+// Client fixture: one workdir (served as the client's file system) + agent processes.
+
+const FS_ONLY = { fs: { readTextFile: true, writeTextFile: true }, terminal: false };
+const FS_AND_TERMINAL = { fs: { readTextFile: true, writeTextFile: true }, terminal: true };
+
+/** The permission options every `#[acp::tool(permission)]` call offers (optionId = kind). */
+const PERMISSION_KINDS = ["allow_once", "allow_always", "reject_once", "reject_always"];
+
+class Fixture {
+  constructor(examplesDir, validator, checks) {
+    this.examplesDir = examplesDir;
+    this.validator = validator;
+    this.checks = checks;
+    this.workdir = mkdtempSync(join(tmpdir(), "acp-interop-tools-"));
+    this.permissionPolicy = "allow_once"; // the option kind the client selects
+    this.permissionCalls = []; // params of session/request_permission
+    this.fsCalls = []; // {method, params}
+    this.terminalCalls = []; // {method, params}
+    this.terminals = new Map(); // terminalId -> {params, exit: Promise, finish(status), killed, released}
+    this.nextTerminal = 1;
+    this.agents = [];
+  }
+
+  binary(name) {
+    return join(this.examplesDir, `${name}${EXE}`);
+  }
+
+  /** Fails the scenario for a path the agent may not touch; the fs is the workdir. */
+  guardPath(method, path) {
+    const rel = typeof path === "string" && isAbsolute(path) ? relative(this.workdir, path) : "..";
+    if (rel.startsWith("..") || isAbsolute(rel)) {
+      this.checks.check(false, `${method} for a path outside the client's workdir ${this.workdir}: ${JSON.stringify(path)}`);
+      throw acp.RequestError.invalidParams({ path }, "path outside the workspace");
+    }
+  }
+
+  terminal(method, params) {
+    this.terminalCalls.push({ method, params });
+    const t = this.terminals.get(params.terminalId);
+    if (!t) {
+      this.checks.check(false, `${method} for unknown terminal ${JSON.stringify(params.terminalId)}`);
+      throw acp.RequestError.resourceNotFound(params.terminalId);
+    }
+    return t;
+  }
+
+  client() {
+    const app = acp.client({ name: "acp-interop-tools" });
+    app.onNotification("session/update", () => {});
+    app.onRequest("fs/read_text_file", ({ params }) => {
+      this.fsCalls.push({ method: "fs/read_text_file", params });
+      this.guardPath("fs/read_text_file", params.path);
+      if (!existsSync(params.path)) throw acp.RequestError.resourceNotFound(params.path);
+      return { content: readFileSync(params.path, "utf8") };
+    });
+    app.onRequest("fs/write_text_file", ({ params }) => {
+      this.fsCalls.push({ method: "fs/write_text_file", params });
+      this.guardPath("fs/write_text_file", params.path);
+      writeFileSync(params.path, params.content);
+      return {};
+    });
+    app.onRequest("session/request_permission", ({ params }) => {
+      this.permissionCalls.push(params);
+      const option = params.options.find((o) => o.kind === this.permissionPolicy);
+      if (!option) throw new Error(`no option of kind ${this.permissionPolicy} in ${JSON.stringify(params.options)}`);
+      return { outcome: { outcome: "selected", optionId: option.optionId } };
+    });
+    // A terminal whose command never exits by itself: wait_for_exit resolves only once the
+    // agent kills or releases it.
+    app.onRequest("terminal/create", ({ params }) => {
+      this.terminalCalls.push({ method: "terminal/create", params });
+      const terminalId = `term-${this.nextTerminal++}`;
+      let finish;
+      const exit = new Promise((resolve) => (finish = resolve));
+      this.terminals.set(terminalId, { params, exit, finish, killed: false, released: false, waitEnded: undefined });
+      return { terminalId };
+    });
+    app.onRequest("terminal/wait_for_exit", ({ params, signal }) => {
+      const t = this.terminal("terminal/wait_for_exit", params);
+      return new Promise((resolve, reject) => {
+        t.exit.then((status) => {
+          t.waitEnded ??= "resolved after kill/release";
+          resolve(status);
+        });
+        signal.addEventListener("abort", () => {
+          t.waitEnded ??= "aborted by the agent ($/cancel_request or connection close)";
+          reject(signal.reason);
+        });
+      });
+    });
+    app.onRequest("terminal/output", ({ params }) => {
+      const t = this.terminal("terminal/output", params);
+      return { output: "", truncated: false, exitStatus: t.status ?? null };
+    });
+    app.onRequest("terminal/kill", ({ params }) => {
+      const t = this.terminal("terminal/kill", params);
+      t.killed = true;
+      t.status = { exitCode: null, signal: "SIGKILL" };
+      t.finish(t.status);
+      return {};
+    });
+    app.onRequest("terminal/release", ({ params }) => {
+      const t = this.terminal("terminal/release", params);
+      t.released = true;
+      t.status ??= { exitCode: null, signal: "SIGKILL" };
+      t.finish(t.status);
+      return {};
+    });
+    return app;
+  }
+
+  /**
+   * Spawn the example `name` and run `body(ctx, agent)` inside connectWith. Afterwards the
+   * agent's stdin is closed and it must exit with status 0.
+   */
+  async run(name, body) {
+    const binary = this.binary(name);
+    this.checks.must(existsSync(binary), `example binary not found: ${binary} (cargo build --example ${name})`);
+    const agent = spawnAgent(binary, this.validator);
+    agent.name = name;
+    this.agents.push(agent);
+    try {
+      return await this.client().connectWith(agent.stream, (ctx) => body(ctx, agent));
+    } finally {
+      const { code, signal, error } = await agent.shutdown(10_000);
+      this.checks.check(
+        code === 0,
+        `${name}: agent process should exit with status 0 after stdin EOF, got code=${code} signal=${signal}${error ? " error=" + error : ""}`,
+      );
+    }
+  }
+
+  async initialize(ctx, clientCapabilities) {
+    const params = { protocolVersion: acp.PROTOCOL_VERSION, clientInfo: { name: "acp-interop-tools", version: "0.0.0" } };
+    // `null` means: leave clientCapabilities out of the request entirely.
+    if (clientCapabilities !== null) params.clientCapabilities = clientCapabilities;
+    const res = await ctx.request("initialize", params);
+    this.checks.equal(res.protocolVersion, acp.PROTOCOL_VERSION, "initialize.protocolVersion");
+    const created = await ctx.request("session/new", { cwd: this.workdir, mcpServers: [] });
+    this.checks.must(typeof created.sessionId === "string" && created.sessionId.length > 0, "session/new returned a sessionId");
+    return created.sessionId;
+  }
+
+  prompt(ctx, sessionId, text) {
+    return ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text }] });
+  }
+
+  cleanup() {
+    rmSync(this.workdir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------
+// One prompt turn on the raw tap, as a readable sequence.
+
+/**
+ * Every agent frame from the `session/prompt` with this text up to and including its answer.
+ * `labels` names each frame; tool calls are numbered in order of appearance within the agent
+ * process (`#1`, `#2`, …), so the sequence also shows which call an update belongs to.
+ */
+function turnOf(agent, sessionId, promptText) {
+  const tap = agent.tap;
+  const req = tap
+    .clientFrames()
+    .find((f) => f.msg.method === "session/prompt" && f.msg.params?.sessionId === sessionId && f.msg.params?.prompt?.[0]?.text === promptText);
+  if (!req) throw new ScenarioFailure(`no session/prompt ${JSON.stringify(promptText)} on the tap`);
+  const key = JSON.stringify(req.msg.id);
+  const frames = [];
+  let answer;
+  for (const f of tap.agentFrames()) {
+    if (f.seq < req.seq) continue;
+    if (!("method" in f.msg) && JSON.stringify(f.msg.id) === key) {
+      answer = f;
+      break;
+    }
+    frames.push(f);
+  }
+  if (!answer) throw new ScenarioFailure(`no answer to session/prompt ${JSON.stringify(promptText)} on the tap`);
+  const all = [...frames, answer];
+  return { request: req, frames, answer, all, labels: all.map((f) => labelOf(agent, f)) };
+}
+
+function toolCallNumber(agent, toolCallId) {
+  agent.toolCallNumbers ??= new Map();
+  if (!agent.toolCallNumbers.has(toolCallId)) {
+    // Number by first appearance on the tap, independent of the order labels are asked for.
+    for (const f of agent.tap.agentFrames()) {
+      const id = f.msg.params?.update?.toolCallId;
+      if (id !== undefined && !agent.toolCallNumbers.has(id)) agent.toolCallNumbers.set(id, agent.toolCallNumbers.size + 1);
+    }
+  }
+  return agent.toolCallNumbers.get(toolCallId) ?? `?${JSON.stringify(toolCallId)}`;
+}
+
+function contentKinds(content) {
+  return content.map((c) => (c.type === "content" ? c.content?.type : c.type)).join(",");
+}
+
+function labelOf(agent, f) {
+  const m = f.msg;
+  if (m.method === "session/update") {
+    const u = m.params.update;
+    if (u.sessionUpdate === "tool_call" || u.sessionUpdate === "tool_call_update") {
+      // A tool_call without `status` is pending: the spec gives `pending` as its default.
+      const status = u.status ?? (u.sessionUpdate === "tool_call" ? "pending" : undefined);
+      const content = Array.isArray(u.content) && u.content.length ? ` [${contentKinds(u.content)}]` : "";
+      return `${u.sessionUpdate}#${toolCallNumber(agent, u.toolCallId)}${status ? " " + status : ""}${content}`;
+    }
+    if (u.sessionUpdate === "agent_message_chunk") return "message";
+    return `update ${u.sessionUpdate}`;
+  }
+  if (m.method === "session/request_permission") return `request_permission#${toolCallNumber(agent, m.params?.toolCall?.toolCallId)}`;
+  if ("method" in m) return `${"id" in m ? "request" : "notification"} ${m.method}`;
+  if ("error" in m) return `answer error ${m.error?.code}`;
+  return `answer ${m.result?.stopReason}`;
+}
+
+function updatesOf(turn, kind) {
+  return turn.frames.filter((f) => f.msg.method === "session/update" && f.msg.params.update.sessionUpdate === kind).map((f) => f.msg.params.update);
+}
+
+function messageText(turn) {
+  return updatesOf(turn, "agent_message_chunk")
+    .map((u) => (u.content?.type === "text" ? u.content.text : `[${u.content?.type}]`))
+    .join("");
+}
+
+/** The tool_call / tool_call_update params of one call, in order. */
+function callUpdates(turn, n, agent) {
+  return turn.frames
+    .filter((f) => f.msg.method === "session/update" && f.msg.params.update.toolCallId !== undefined)
+    .map((f) => f.msg.params.update)
+    .filter((u) => toolCallNumber(agent, u.toolCallId) === n);
+}
+
+const textContent = (text) => [{ type: "content", content: { type: "text", text } }];
+
+/** Checks the permission request for tool call `u` (a tool_call update). */
+function checkPermissionRequest(c, fx, agent, turn, call, what) {
+  const req = turn.frames.find((f) => f.msg.method === "session/request_permission");
+  if (!c.check(req, `${what}: a session/request_permission frame`)) return;
+  const p = req.msg.params;
+  c.equal(p.toolCall?.toolCallId, call.toolCallId, `${what}: request_permission.toolCall.toolCallId`);
+  c.equal(
+    (p.options ?? []).map((o) => [o.optionId, o.kind]),
+    PERMISSION_KINDS.map((k) => [k, k]),
+    `${what}: permission options [optionId, kind]`,
+  );
+  // The answer to the permission request precedes the in_progress update.
+  const answer = agent.tap.clientFrames().find((f) => !("method" in f.msg) && JSON.stringify(f.msg.id) === JSON.stringify(req.msg.id));
+  const progress = turn.frames.find((f) => f.msg.params?.update?.toolCallId === call.toolCallId && f.msg.params.update.status === "in_progress");
+  if (progress) c.check(answer && answer.seq < progress.seq, `${what}: in_progress is sent only after the client answered the permission request`);
+  return p;
+}
+
+// ---------------------------------------------------------------------------
+// Scenarios
+
+const scenarios = {};
+function scenario(name, description, fn) {
+  scenarios[name] = { name, description, fn };
+}
+
+const NOTES = "NOTES.md";
+
+/** The frames of a scribe turn whose write call is allowed (with or without asking). */
+function scribeAllowedSequence(first, asked) {
+  const read = first;
+  const write = first + 1;
+  return [
+    `tool_call#${read} pending`,
+    `tool_call_update#${read} in_progress`,
+    "request fs/read_text_file",
+    `tool_call_update#${read} completed [text]`,
+    `tool_call#${write} pending`,
+    ...(asked ? [`request_permission#${write}`] : []),
+    `tool_call_update#${write} in_progress`,
+    "request fs/read_text_file",
+    "request fs/write_text_file",
+    `tool_call_update#${write} completed [diff]`,
+    "message",
+    "answer end_turn",
+  ];
+}
+
+/** Checks the read and write calls of a scribe turn against the notes before/after it. */
+function checkScribeCalls(c, fx, agent, turn, first, before, after, what) {
+  const notes = join(fx.workdir, NOTES);
+  const [readCall, ...readRest] = callUpdates(turn, first, agent);
+  if (readCall) {
+    c.equal(
+      [readCall.sessionUpdate, readCall.title, readCall.kind, readCall.rawInput, readCall.locations],
+      ["tool_call", `Read ${notes}`, "read", { path: notes }, [{ path: notes }]],
+      `${what}: read tool_call [sessionUpdate, title, kind, rawInput, locations]`,
+    );
+    // A missing file reads as empty.
+    c.equal(readRest.at(-1)?.content, textContent(before ?? ""), `${what}: content of the completed read call`);
+  }
+  const [writeCall, ...writeRest] = callUpdates(turn, first + 1, agent);
+  if (writeCall && after !== undefined) {
+    c.equal(
+      [writeCall.sessionUpdate, writeCall.title, writeCall.kind, writeCall.rawInput, writeCall.locations],
+      ["tool_call", `Write ${notes}`, "edit", { path: notes, content: after }, [{ path: notes }]],
+      `${what}: write tool_call [sessionUpdate, title, kind, rawInput, locations]`,
+    );
+    const done = writeRest.at(-1);
+    const diff = done?.content?.[0];
+    c.equal(done?.content?.length, 1, `${what}: content items of the completed write call`);
+    c.equal([diff?.type, diff?.path, diff?.newText], ["diff", notes, after], `${what}: diff [type, path, newText]`);
+    c.equal(diff?.oldText ?? null, before ?? null, `${what}: diff oldText (null for a new file)`);
+    c.equal(readFileSync(notes, "utf8"), diff?.newText, `${what}: ${NOTES} on disk equals the diff's newText`);
+  }
+  return writeCall;
+}
+
+scenario(
+  "scribe_allow_once",
+  "scribe, permission answered allow_once: read call pending->in_progress->completed, write call pending->request_permission->in_progress->completed with a diff matching the file on disk, 'Noted.', end_turn",
+  async ({ fx, c }) => {
+    const notes = join(fx.workdir, NOTES);
+    const before = "# Notes\n- an earlier line ✓\n";
+    const after = `${before}- buy milk\n`;
+    writeFileSync(notes, before);
+    fx.permissionPolicy = "allow_once";
+    await fx.run("scribe", async (ctx, agent) => {
+      const sid = await fx.initialize(ctx, FS_ONLY);
+      const res = await withTimeout(fx.prompt(ctx, sid, "buy milk"), WAIT_MS, "prompt answer");
+      c.equal(res.stopReason, "end_turn", "stopReason");
+      const turn = turnOf(agent, sid, "buy milk");
+      c.equal(turn.labels, scribeAllowedSequence(1, true), "exact frame sequence of the turn");
+      c.equal(messageText(turn), "Noted.", "agent message");
+      const write = checkScribeCalls(c, fx, agent, turn, 1, before, after, "turn");
+      if (write) checkPermissionRequest(c, fx, agent, turn, write, "turn");
+      c.equal(
+        fx.fsCalls.map((x) => [x.method, x.params.path, x.params.sessionId]),
+        [
+          ["fs/read_text_file", notes, sid],
+          ["fs/read_text_file", notes, sid],
+          ["fs/write_text_file", notes, sid],
+        ],
+        "fs requests [method, path, sessionId]",
+      );
+      c.equal(readFileSync(notes, "utf8"), after, `${NOTES} on disk`);
+    });
+  },
+);
+
+scenario(
+  "scribe_allow_always",
+  "scribe, allow_always on the first prompt; the second prompt's write runs without a session/request_permission; the file has both lines",
+  async ({ fx, c }) => {
+    const notes = join(fx.workdir, NOTES);
+    fx.permissionPolicy = "allow_always";
+    await fx.run("scribe", async (ctx, agent) => {
+      const sid = await fx.initialize(ctx, FS_ONLY);
+      const res1 = await withTimeout(fx.prompt(ctx, sid, "first"), WAIT_MS, "first prompt answer");
+      c.equal(res1.stopReason, "end_turn", "first stopReason");
+      // A second question would be a bug: answer it with reject so it shows.
+      fx.permissionPolicy = "reject_once";
+      const res2 = await withTimeout(fx.prompt(ctx, sid, "second"), WAIT_MS, "second prompt answer");
+      c.equal(res2.stopReason, "end_turn", "second stopReason");
+
+      const t1 = turnOf(agent, sid, "first");
+      c.equal(t1.labels, scribeAllowedSequence(1, true), "exact frame sequence of the first turn");
+      c.equal(messageText(t1), "Noted.", "first agent message");
+      const w1 = checkScribeCalls(c, fx, agent, t1, 1, undefined, undefined, "first turn");
+      if (w1) checkPermissionRequest(c, fx, agent, t1, w1, "first turn");
+      const d1 = callUpdates(t1, 2, agent).at(-1)?.content?.[0];
+      c.equal([d1?.type, d1?.oldText ?? null, d1?.newText], ["diff", null, "- first\n"], "first turn diff [type, oldText, newText] (new file)");
+
+      const t2 = turnOf(agent, sid, "second");
+      c.equal(t2.labels, scribeAllowedSequence(3, false), "exact frame sequence of the second turn (no request_permission)");
+      c.equal(messageText(t2), "Noted.", "second agent message");
+      checkScribeCalls(c, fx, agent, t2, 3, "- first\n", "- first\n- second\n", "second turn");
+
+      c.equal(fx.permissionCalls.length, 1, "session/request_permission calls over both turns");
+      c.equal(agent.tap.agentRequests("session/request_permission").length, 1, "session/request_permission frames on the tap");
+      c.equal(readFileSync(notes, "utf8"), "- first\n- second\n", `${NOTES} on disk`);
+    });
+  },
+);
+
+scenario(
+  "scribe_reject_once",
+  "scribe, reject_once: read call completes, write call pending->request_permission->failed, no fs/write_text_file, 'Not noted: you said no.', end_turn",
+  async ({ fx, c }) => {
+    const notes = join(fx.workdir, NOTES);
+    const before = "- keep me\n";
+    writeFileSync(notes, before);
+    fx.permissionPolicy = "reject_once";
+    await fx.run("scribe", async (ctx, agent) => {
+      const sid = await fx.initialize(ctx, FS_ONLY);
+      const res = await withTimeout(fx.prompt(ctx, sid, "do not write"), WAIT_MS, "prompt answer");
+      c.equal(res.stopReason, "end_turn", "stopReason");
+      const turn = turnOf(agent, sid, "do not write");
+      c.equal(
+        turn.labels,
+        [
+          "tool_call#1 pending",
+          "tool_call_update#1 in_progress",
+          "request fs/read_text_file",
+          "tool_call_update#1 completed [text]",
+          "tool_call#2 pending",
+          "request_permission#2",
+          "tool_call_update#2 failed [text]",
+          "message",
+          "answer end_turn",
+        ],
+        "exact frame sequence of the turn",
+      );
+      c.equal(messageText(turn), "Not noted: you said no.", "agent message");
+      const write = checkScribeCalls(c, fx, agent, turn, 1, before, undefined, "turn");
+      if (write) checkPermissionRequest(c, fx, agent, turn, write, "turn");
+      const failed = callUpdates(turn, 2, agent).at(-1);
+      c.note(`failed write call content: ${JSON.stringify(failed?.content)}`);
+      c.equal(agent.tap.agentRequests("fs/write_text_file").length, 0, "fs/write_text_file requests");
+      c.equal(fx.fsCalls.map((x) => x.method), ["fs/read_text_file"], "fs requests");
+      c.equal(readFileSync(notes, "utf8"), before, `${NOTES} on disk is unchanged`);
+    });
+  },
+);
+
+scenario(
+  "model_bad_arguments",
+  "model, prompt 'bad': read_file called by name with invalid arguments -> tool_call pending -> failed (naming `path`); message 'The tool failed: …'; end_turn",
+  async ({ fx, c }) => {
+    await fx.run("model", async (ctx, agent) => {
+      const sid = await fx.initialize(ctx, FS_ONLY);
+      const res = await withTimeout(fx.prompt(ctx, sid, "bad"), WAIT_MS, "prompt answer");
+      c.equal(res.stopReason, "end_turn", "stopReason");
+      const turn = turnOf(agent, sid, "bad");
+      c.equal(turn.labels, ["tool_call#1 pending", "tool_call_update#1 failed [text]", "message", "answer end_turn"], "exact frame sequence of the turn");
+      const [call, failed] = callUpdates(turn, 1, agent);
+      if (call) c.equal([call.title, call.kind, call.rawInput], ["Read 42", "read", { path: 42 }], "tool_call [title, kind, rawInput]");
+      const problem = failed?.content?.[0]?.content?.text ?? "";
+      c.check(problem.includes("`path`"), `the failed call's content names \`path\`: ${JSON.stringify(problem)}`);
+      const text = messageText(turn);
+      c.check(text.startsWith("The tool failed:"), `message starts with "The tool failed:": ${JSON.stringify(text)}`);
+      c.check(text.includes("`path`"), `message names \`path\`: ${JSON.stringify(text)}`);
+      // The model is handed the error's Display (`e.to_string()` in examples/model.rs), which may
+      // prefix the problem the client was shown; the problem itself must reach the model.
+      c.check(problem.length > 0 && text.endsWith(problem), `message ends with the failed call's content ${JSON.stringify(problem)}: ${JSON.stringify(text)}`);
+      c.note(`message: ${JSON.stringify(text)}`);
+      c.equal(fx.fsCalls.length, 0, "fs requests");
+    });
+  },
+);
+
+scenario(
+  "model_read_by_name",
+  "model, prompt 'read <file>': read_file called by name -> pending -> in_progress -> fs/read_text_file -> completed with the file text; message 'Done. The tool returned:\\n<text>'; end_turn",
+  async ({ fx, c }) => {
+    const file = join(fx.workdir, "poem.txt");
+    const text = "Roses are red,\n  violets are blue ✓\n\tlast line without newline";
+    writeFileSync(file, text);
+    const prompt = `read ${file}`;
+    await fx.run("model", async (ctx, agent) => {
+      const sid = await fx.initialize(ctx, FS_ONLY);
+      const res = await withTimeout(fx.prompt(ctx, sid, prompt), WAIT_MS, "prompt answer");
+      c.equal(res.stopReason, "end_turn", "stopReason");
+      const turn = turnOf(agent, sid, prompt);
+      c.equal(
+        turn.labels,
+        ["tool_call#1 pending", "tool_call_update#1 in_progress", "request fs/read_text_file", "tool_call_update#1 completed [text]", "message", "answer end_turn"],
+        "exact frame sequence of the turn",
+      );
+      const updates = callUpdates(turn, 1, agent);
+      const call = updates[0];
+      if (call) {
+        c.equal(
+          [call.title, call.kind, call.rawInput, call.locations],
+          [`Read ${file}`, "read", { path: file }, [{ path: file }]],
+          "tool_call [title, kind, rawInput, locations]",
+        );
+      }
+      c.equal(updates.at(-1)?.content, textContent(text), "content of the completed call");
+      c.equal(messageText(turn), `Done. The tool returned:\n${text}`, "agent message");
+      c.equal(fx.fsCalls.map((x) => [x.method, x.params.path, x.params.sessionId]), [["fs/read_text_file", file, sid]], "fs requests");
+    });
+  },
+);
+
+scenario(
+  "shell_cancel_releases_terminal",
+  "shell with a terminal client, 'sleep 100' allowed; session/cancel once the terminal is embedded -> stopReason cancelled, the call ends failed, no update after the answer, the terminal is released (or killed)",
+  async ({ fx, c }) => {
+    const command = "sleep 100";
+    fx.permissionPolicy = "allow_once";
+    await fx.run("shell", async (ctx, agent) => {
+      const sid = await fx.initialize(ctx, FS_AND_TERMINAL);
+      const promptP = fx.prompt(ctx, sid, command);
+      promptP.catch(() => {});
+      const isAgent = (f, pred) => f.dir === "agent" && f.msg !== undefined && pred(f.msg);
+      const embed = await agent.tap.waitFor(
+        (f) =>
+          isAgent(
+            f,
+            (m) =>
+              m.method === "session/update" &&
+              m.params?.update?.sessionUpdate === "tool_call_update" &&
+              (m.params.update.content ?? []).some((x) => x.type === "terminal"),
+          ),
+        "the tool_call_update embedding the terminal",
+        WAIT_MS,
+      );
+      const terminalId = embed.msg.params.update.content.find((x) => x.type === "terminal").terminalId;
+      // The command is running once the agent waits for it (sent right after the embed).
+      await agent.tap.waitFor((f) => isAgent(f, (m) => m.method === "terminal/wait_for_exit"), "terminal/wait_for_exit", WAIT_MS);
+      await ctx.notify("session/cancel", { sessionId: sid });
+      const res = await withTimeout(promptP, WAIT_MS, "prompt answer after session/cancel");
+      c.equal(res.stopReason, "cancelled", "stopReason after session/cancel");
+
+      const freed = await agent.tap
+        .waitFor(
+          (f) => isAgent(f, (m) => (m.method === "terminal/release" || m.method === "terminal/kill") && m.params?.terminalId === terminalId),
+          "terminal/release or terminal/kill",
+          RELEASE_WITHIN_MS,
+        )
+        .catch(() => undefined);
+      // Give a misbehaving agent time to leak updates, then round-trip a barrier request.
+      await sleep(300);
+      await ctx.request("session/new", { cwd: fx.workdir, mcpServers: [] });
+
+      const turn = turnOf(agent, sid, command);
+      // Releasing the terminal happens when the tool's future is dropped, on its own task:
+      // its position relative to the answer is not fixed, so it is checked separately.
+      const freeing = (l) => l === "request terminal/release" || l === "request terminal/kill";
+      c.equal(
+        turn.labels.filter((l) => !freeing(l)),
+        [
+          "tool_call#1 pending",
+          "request_permission#1",
+          "tool_call_update#1 in_progress",
+          "request terminal/create",
+          "tool_call_update#1 [terminal]",
+          "request terminal/wait_for_exit",
+          "tool_call_update#1 failed [text]",
+          "answer cancelled",
+        ],
+        "exact frame sequence of the turn (terminal/release and terminal/kill left out)",
+      );
+      const updates = callUpdates(turn, 1, agent);
+      const call = updates[0];
+      if (call) c.equal([call.title, call.kind, call.rawInput], ["Run `sleep 100`", "execute", { command }], "tool_call [title, kind, rawInput]");
+      if (call) checkPermissionRequest(c, fx, agent, turn, call, "turn");
+      const statuses = updates.map((u) => u.status).filter((s) => s !== undefined);
+      c.equal(statuses.at(-1), "failed", "last status of the tool call");
+      c.note(`failed call content: ${JSON.stringify(updates.at(-1)?.content)}`);
+      c.equal(embed.msg.params.update.content, [{ type: "terminal", terminalId }], "content of the embedding tool_call_update");
+
+      const create = fx.terminalCalls.find((x) => x.method === "terminal/create");
+      if (c.check(create, "terminal/create was handled")) {
+        c.equal(
+          [create.params.sessionId, create.params.command, create.params.args, create.params.cwd],
+          [sid, "sh", ["-c", command], fx.workdir],
+          "terminal/create [sessionId, command, args, cwd]",
+        );
+      }
+      c.check(freed, `terminal/release or terminal/kill for ${terminalId} within ${RELEASE_WITHIN_MS} ms after the answer`);
+      if (freed) {
+        c.note(`${freed.msg.method} arrived ${freed.seq > turn.answer.seq ? "after" : "before"} the prompt answer`);
+      }
+      const late = agent.tap.updates(sid).filter((u) => u.seq > turn.answer.seq);
+      c.check(late.length === 0, `session/update after the prompt answer: ${late.map((u) => JSON.stringify(u.update)).join(" | ")}`);
+      const t = fx.terminals.get(terminalId);
+      c.note(
+        `client saw for ${terminalId}: ${fx.terminalCalls.map((x) => x.method).join(", ")}; wait_for_exit ${t?.waitEnded ?? "still pending"}`,
+      );
+      const cancels = agent.tap.agentFrames().filter((f) => f.msg.method === "$/cancel_request");
+      if (cancels.length) c.note(`agent sent $/cancel_request: ${cancels.map((f) => f.raw).join(" | ")}`);
+      c.equal(fx.permissionCalls.length, 1, "session/request_permission calls");
+    });
+  },
+);
+
+scenario(
+  "shell_without_terminal",
+  "shell with a client without the terminal capability (false, and capabilities omitted): a message explains there is no terminal; no tool call; no terminal/* request",
+  async ({ fx, c }) => {
+    for (const [label, caps] of [
+      ["terminal: false", FS_ONLY],
+      ["clientCapabilities omitted", null],
+    ]) {
+      await fx.run("shell", async (ctx, agent) => {
+        const sid = await fx.initialize(ctx, caps);
+        const res = await withTimeout(fx.prompt(ctx, sid, "ls -la"), WAIT_MS, `[${label}] prompt answer`);
+        c.equal(res.stopReason, "end_turn", `[${label}] stopReason`);
+        const turn = turnOf(agent, sid, "ls -la");
+        c.equal(turn.labels, ["message", "answer end_turn"], `[${label}] exact frame sequence of the turn`);
+        const text = messageText(turn);
+        c.check(/no `terminal` capability/.test(text), `[${label}] the message says there is no terminal: ${JSON.stringify(text)}`);
+        const terminalReqs = agent.tap.agentRequests().filter((f) => f.msg.method.startsWith("terminal/"));
+        c.check(terminalReqs.length === 0, `[${label}] terminal requests sent: ${terminalReqs.map((f) => f.raw).join(" | ")}`);
+        const calls = agent.tap.updates(sid).filter((u) => u.update.sessionUpdate.startsWith("tool_call"));
+        c.check(calls.length === 0, `[${label}] tool call updates sent: ${calls.map((u) => JSON.stringify(u.update)).join(" | ")}`);
+      });
+    }
+    c.equal(fx.terminalCalls.length, 0, "terminal handler invocations on the client");
+    c.equal(fx.permissionCalls.length, 0, "permission requests");
+  },
+);
+
+// ---------------------------------------------------------------------------
+// Runner and report
+
+function transcript(fx, limit = 80) {
+  const lines = [];
+  for (const [i, agent] of fx.agents.entries()) {
+    const frames = agent.tap.frames;
+    lines.push(`  --- agent process #${i + 1} (${agent.name}): ${frames.length} frames (→ client to agent, ← agent to client) ---`);
+    const show = frames.length > limit ? [...frames.slice(0, 20), null, ...frames.slice(-(limit - 20))] : frames;
+    for (const f of show) {
+      if (f === null) {
+        lines.push(`  … ${frames.length - limit} frames omitted …`);
+        continue;
+      }
+      lines.push(`  #${String(f.seq).padStart(4)} ${f.dir === "client" ? "→" : "←"} ${f.raw.length > 600 ? f.raw.slice(0, 600) + "…" : f.raw}`);
+    }
+    const err = agent.stderr().trim();
+    if (err) {
+      const tail = err.split("\n").slice(-30);
+      lines.push(`  --- agent stderr (last ${tail.length} lines) ---`);
+      for (const l of tail) lines.push(`  | ${l}`);
+    }
+  }
+  return lines.join("\n");
+}
+
+async function runScenario(sc, examplesDir, validator) {
+  const c = new Checks();
+  const fx = new Fixture(examplesDir, validator, c);
+  const diagStart = sdkDiagnostics.length;
+  const started = Date.now();
+  try {
+    await withTimeout(Promise.resolve().then(() => sc.fn({ fx, c })), SCENARIO_TIMEOUT_MS, `scenario ${sc.name}`);
+  } catch (e) {
+    c.failures.push(e instanceof ScenarioFailure ? e.message : `unexpected exception: ${describeError(e)}`);
+  } finally {
+    for (const agent of fx.agents) {
+      if (agent.child.exitCode === null && agent.child.signalCode === null) agent.child.kill("SIGKILL");
+    }
+  }
+  let validated = 0;
+  for (const agent of fx.agents) {
+    validated += agent.tap.validatedCount;
+    for (const p of agent.tap.problems) c.failures.push(`schema/framing (${agent.name}): ${p}`);
+  }
+  c.check(validated > 0, "no agent frames were validated (tap saw nothing)");
+  c.note(`${validated} agent frames validated against the SDK schema`);
+  for (const d of sdkDiagnostics.slice(diagStart)) c.failures.push(`SDK diagnostic: ${d}`);
+  const ms = Date.now() - started;
+  const ok = c.failures.length === 0;
+  const out = [`${ok ? "PASS" : "FAIL"} ${sc.name} (${ms} ms) — ${sc.description}`];
+  for (const n of c.notes) out.push(`  note: ${n}`);
+  for (const f of c.failures) out.push(`  FAILURE: ${f}`);
+  if (!ok || process.env.ACP_INTEROP_TRANSCRIPT) out.push(transcript(fx));
+  fx.cleanup();
+  return { ok, text: out.join("\n") };
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  if (args[0] === "--list") {
+    for (const sc of Object.values(scenarios)) console.log(`${sc.name}\t${sc.description}`);
+    return 0;
+  }
+  if (args.length < 1) {
+    process.stderr.write("usage: node tools.mjs <examples-dir> [scenario ...] | --list\n");
+    return 2;
+  }
+  const [examplesDir, ...wanted] = args;
+  const unknown = wanted.filter((w) => !scenarios[w]);
+  if (unknown.length) {
+    process.stderr.write(`unknown scenario(s): ${unknown.join(", ")}; known: ${Object.keys(scenarios).join(", ")}\n`);
+    return 2;
+  }
+  const selected = wanted.length ? wanted.map((w) => scenarios[w]) : Object.values(scenarios);
+  const validator = new FrameValidator();
+  console.log(`ACP tool-call interop (TypeScript SDK @agentclientprotocol/sdk ${validator.sdkVersion}, node ${process.version})`);
+  console.log(`examples: ${examplesDir}`);
+  let passed = 0;
+  let failed = 0;
+  for (const sc of selected) {
+    const r = await runScenario(sc, examplesDir, validator);
+    console.log(r.text);
+    if (r.ok) passed++;
+    else failed++;
+  }
+  console.log(`${passed} passed, ${failed} failed`);
+  return failed === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e) => {
+    console.log(`harness crashed: ${e?.stack ?? e}`);
+    process.exitCode = 1;
+  },
+);
