@@ -349,6 +349,56 @@ mod tests {
         assert!(err.message.contains("prompt[0]"), "{}", err.message);
     }
 
+    /// Random bytes and mangled messages: every line is classified or rejected, never a panic.
+    #[test]
+    fn arbitrary_lines_never_panic() {
+        let seeds: [&[u8]; 5] = [
+            br#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#,
+            br#"{"jsonrpc":"2.0","id":"x","result":{"outcome":{"outcome":"cancelled"}}}"#,
+            br#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"m","data":[1]}}"#,
+            br#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#,
+            br#"[{"jsonrpc":"2.0"},null,1.5e400,"\ud800"]"#,
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..20_000 {
+            let mut line = seeds[round % seeds.len()].to_vec();
+            for _ in 0..=(next() % 4) {
+                let at = (next() as usize) % (line.len() + 1);
+                match next() % 3 {
+                    0 if at < line.len() => {
+                        line.remove(at);
+                    }
+                    1 => line.insert(at, (next() % 256) as u8),
+                    _ => line.insert(at, b"{}[]\\\",:0"[(next() % 9) as usize]),
+                }
+            }
+            match parse(&line) {
+                Ok(
+                    Incoming::Request {
+                        params: Some(p), ..
+                    }
+                    | Incoming::Notification {
+                        params: Some(p), ..
+                    },
+                ) => {
+                    let _ = params::<schema::PromptRequest>("session/prompt", Some(p));
+                }
+                Ok(_) => {}
+                Err(rejected) => assert!(
+                    matches!(i32::from(rejected.error.code), -32700 | -32600),
+                    "{:?}",
+                    rejected.error
+                ),
+            }
+        }
+    }
+
     #[test]
     fn frames_are_single_lines() {
         let frame = encode_notification("session/update", &serde_json::json!({"text": "a\nb"}));
