@@ -9,10 +9,6 @@
 mod support;
 
 use std::process::Command;
-use std::time::Duration;
-
-/// Hang guard for one scenario run (the script has its own 60 s per-scenario limit).
-const SCRIPT_GUARD: Duration = Duration::from_secs(240);
 
 fn run_py(args: &[&str]) -> support::Finished {
     let python = support::ensure_python_venv();
@@ -22,45 +18,18 @@ fn run_py(args: &[&str]) -> support::Finished {
         .current_dir(support::py_dir())
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONUNBUFFERED", "1");
-    support::run_with_timeout(&mut cmd, SCRIPT_GUARD)
+    support::run_with_timeout(&mut cmd, support::SCRIPT_GUARD)
         .unwrap_or_else(|e| panic!("failed to start the venv python: {e}"))
 }
 
-fn scenario(name: &str) {
-    let echo = support::echo_binary();
-    let echo = echo.to_str().expect("utf-8 path");
-    let done = run_py(&[echo, name]);
-    assert!(
-        done.success(),
-        "Python SDK interop scenario `{name}` failed\n{}",
-        done.describe()
-    );
-}
+const PY: support::InteropScript = support::InteropScript {
+    path: "tests/interop/py/interop.py",
+    what: "Python SDK interop scenario",
+    run: run_py,
+    target: |_| support::echo_binary(),
+};
 
-macro_rules! scenarios {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                scenario(stringify!($name));
-            }
-        )*
-
-        /// Every scenario the script knows has a #[test] here (and vice versa).
-        #[test]
-        fn every_script_scenario_has_a_test() {
-            let done = run_py(&["--list"]);
-            assert!(done.success(), "interop.py --list failed\n{}", done.describe());
-            let mut listed = support::listed_scenarios(&done.stdout);
-            let mut ours: Vec<String> = vec![$(stringify!($name).to_string()),*];
-            listed.sort();
-            ours.sort();
-            assert_eq!(listed, ours, "scenario list of tests/interop/py/interop.py vs tests/interop_py.rs");
-        }
-    };
-}
-
-scenarios!(
+interop_scenarios!(PY;
     validation_self_test,
     prompt_streams_chunks_and_plan,
     pipelined_initialize_and_session_new,

@@ -8,57 +8,23 @@
 
 mod support;
 
-use std::process::Command;
-use std::time::Duration;
+use std::path::PathBuf;
 
-/// Hang guard for one scenario run (the script has its own 60 s per-scenario limit).
-const SCRIPT_GUARD: Duration = Duration::from_secs(240);
-
-fn run_tools(args: &[&str]) -> support::Finished {
-    let dir = support::ensure_node_deps();
-    let mut cmd = Command::new("node");
-    cmd.arg("tools.mjs").args(args).current_dir(&dir);
-    support::run_with_timeout(&mut cmd, SCRIPT_GUARD)
-        .unwrap_or_else(|e| panic!("failed to start node: {e}"))
-}
-
-fn scenario(name: &str) {
-    let example = name.split('_').next().expect("scenario name");
+/// The examples directory, after checking that the scenario's example (its first word) is built.
+fn examples_dir(scenario: &str) -> PathBuf {
+    let example = scenario.split('_').next().expect("scenario name");
     let binary = support::example_binary(example);
-    let examples = binary.parent().expect("examples directory");
-    let examples = examples.to_str().expect("utf-8 path");
-    let done = run_tools(&[examples, name]);
-    assert!(
-        done.success(),
-        "TypeScript SDK tool-call scenario `{name}` failed\n{}",
-        done.describe()
-    );
+    binary.parent().expect("examples directory").to_path_buf()
 }
 
-macro_rules! scenarios {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                scenario(stringify!($name));
-            }
-        )*
+const TOOLS: support::InteropScript = support::InteropScript {
+    path: "tests/interop/ts/tools.mjs",
+    what: "TypeScript SDK tool-call scenario",
+    run: |args| support::run_node_script("tools.mjs", args),
+    target: examples_dir,
+};
 
-        /// Every scenario the script knows has a #[test] here (and vice versa).
-        #[test]
-        fn every_script_scenario_has_a_test() {
-            let done = run_tools(&["--list"]);
-            assert!(done.success(), "tools.mjs --list failed\n{}", done.describe());
-            let mut listed = support::listed_scenarios(&done.stdout);
-            let mut ours: Vec<String> = vec![$(stringify!($name).to_string()),*];
-            listed.sort();
-            ours.sort();
-            assert_eq!(listed, ours, "scenario list of tests/interop/ts/tools.mjs vs tests/interop_tools.rs");
-        }
-    };
-}
-
-scenarios!(
+interop_scenarios!(TOOLS;
     scribe_allow_once,
     scribe_allow_always,
     scribe_reject_once,

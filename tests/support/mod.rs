@@ -4,6 +4,7 @@
 //! * installing the Node / Python client SDKs on first use (safe when several
 //!   test threads or test processes start at once),
 //! * running a child process with a hang guard,
+//! * [`interop_scenarios!`]: one #[test] per scenario of an interop script,
 //! * [`RawAgent`]: the echo agent driven over raw stdio pipes.
 //!
 //! Every test crate includes this module and uses a different subset of it.
@@ -385,6 +386,20 @@ pub fn ensure_python_venv() -> PathBuf {
     }
 }
 
+// ---------------------------------------------------------------------------
+// Interop scripts: one #[test] per scenario
+
+/// Hang guard for one interop script run (the scripts have their own 60 s per-scenario limit).
+pub const SCRIPT_GUARD: Duration = Duration::from_secs(240);
+
+/// Run `node <script> <args…>` in tests/interop/ts (installing its node_modules on first use).
+pub fn run_node_script(script: &str, args: &[&str]) -> Finished {
+    let dir = ensure_node_deps();
+    let mut cmd = Command::new("node");
+    cmd.arg(script).args(args).current_dir(&dir);
+    run_with_timeout(&mut cmd, SCRIPT_GUARD).unwrap_or_else(|e| panic!("failed to start node: {e}"))
+}
+
 /// Names listed by an interop script's `--list` (first tab-separated column).
 pub fn listed_scenarios(stdout: &str) -> Vec<String> {
     stdout
@@ -394,6 +409,79 @@ pub fn listed_scenarios(stdout: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(String::from)
         .collect()
+}
+
+/// An interop script whose scenarios are run one per #[test] by [`interop_scenarios!`].
+pub struct InteropScript {
+    /// The script from the package root, for messages: `tests/interop/ts/interop.mjs`.
+    pub path: &'static str,
+    /// What one run is called in a failure message: `TypeScript SDK interop scenario`.
+    pub what: &'static str,
+    /// Runs the script with these arguments (its hang guard included).
+    pub run: fn(&[&str]) -> Finished,
+    /// The script's first argument for a scenario: the agent binary or the examples directory.
+    pub target: fn(scenario: &str) -> PathBuf,
+}
+
+impl InteropScript {
+    /// Run one scenario; the test fails (with the script's report) unless the script passes.
+    #[track_caller]
+    pub fn scenario(&self, name: &str) {
+        let target = (self.target)(name);
+        let target = target.to_str().expect("utf-8 path");
+        let done = (self.run)(&[target, name]);
+        assert!(
+            done.success(),
+            "{} `{name}` failed\n{}",
+            self.what,
+            done.describe()
+        );
+    }
+
+    /// The script's `--list` names exactly `ours`, the scenario #[test]s of `test_file`.
+    #[track_caller]
+    pub fn assert_lists(&self, ours: &[&str], test_file: &str) {
+        let script = self.path.rsplit('/').next().unwrap_or(self.path);
+        let done = (self.run)(&["--list"]);
+        assert!(
+            done.success(),
+            "{script} --list failed\n{}",
+            done.describe()
+        );
+        let mut listed = listed_scenarios(&done.stdout);
+        let mut ours: Vec<String> = ours.iter().map(|s| s.to_string()).collect();
+        listed.sort();
+        ours.sort();
+        assert_eq!(
+            listed, ours,
+            "scenario list of {} vs {test_file}",
+            self.path
+        );
+    }
+}
+
+/// `interop_scenarios!(SCRIPT; name, …)`: a #[test] `name` running scenario `name` of `SCRIPT`
+/// (an [`InteropScript`]) for each name, and `every_script_scenario_has_a_test`, which checks
+/// the names against the script's `--list`.
+///
+/// Exported to the crate root (`interop_scenarios!` in the test crate) so that test crates
+/// which include this module without running interop scripts get no unused-macro warning.
+#[macro_export]
+macro_rules! interop_scenarios {
+    ($script:expr; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $script.scenario(stringify!($name));
+            }
+        )*
+
+        /// Every scenario the script knows has a #[test] here (and vice versa).
+        #[test]
+        fn every_script_scenario_has_a_test() {
+            $script.assert_lists(&[$(stringify!($name)),*], file!());
+        }
+    };
 }
 
 // ---------------------------------------------------------------------------

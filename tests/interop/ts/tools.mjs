@@ -20,70 +20,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { isAbsolute, join, relative } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
-import { FrameValidator } from "./lib/validator.mjs";
 import { spawnAgent } from "./lib/agent.mjs";
+import { ScenarioFailure, WAIT_MS, describeError, runCli, scenario, sleep, withTimeout } from "./lib/harness.mjs";
 
-const SCENARIO_TIMEOUT_MS = 60_000;
-const WAIT_MS = 20_000;
 /** How long the shell agent gets to release (or kill) its terminal after a cancel. */
 const RELEASE_WITHIN_MS = 5_000;
 const EXE = process.platform === "win32" ? ".exe" : "";
-
-// The SDK reports swallowed problems (e.g. a notification failing its zod schema) through
-// console.error / console.warn: capture them so that a scenario fails instead of passing.
-const sdkDiagnostics = [];
-for (const level of ["error", "warn"]) {
-  const original = console[level].bind(console);
-  console[level] = (...args) => {
-    sdkDiagnostics.push(
-      `console.${level}: ` +
-        args.map((a) => (typeof a === "string" ? a : a instanceof Error ? a.stack : JSON.stringify(a))).join(" "),
-    );
-    original(...args);
-  };
-}
-
-class ScenarioFailure extends Error {}
-
-class Checks {
-  constructor() {
-    this.failures = [];
-    this.notes = [];
-  }
-  check(cond, message) {
-    if (!cond) this.failures.push(message);
-    return Boolean(cond);
-  }
-  /** Like check, but aborts the scenario when false. */
-  must(cond, message) {
-    if (!cond) throw new ScenarioFailure(message);
-  }
-  equal(actual, expected, what) {
-    const a = JSON.stringify(actual);
-    const e = JSON.stringify(expected);
-    return this.check(a === e, `${what}:\n      expected ${e}\n      got      ${a}`);
-  }
-  note(message) {
-    this.notes.push(message);
-  }
-}
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  return Promise.race([
-    promise,
-    new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new ScenarioFailure(`timed out after ${ms} ms: ${what}`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-function describeError(e) {
-  if (e instanceof acp.RequestError) return `RequestError ${e.code} ${JSON.stringify(e.message)} data=${JSON.stringify(e.data)}`;
-  return String(e?.stack ?? e);
-}
 
 // ---------------------------------------------------------------------------
 // Client fixture: one workdir (served as the client's file system) + agent processes.
@@ -343,11 +285,6 @@ function checkPermissionRequest(c, fx, agent, turn, call, what) {
 
 // ---------------------------------------------------------------------------
 // Scenarios
-
-const scenarios = {};
-function scenario(name, description, fn) {
-  scenarios[name] = { name, description, fn };
-}
 
 const NOTES = "NOTES.md";
 
@@ -689,101 +626,17 @@ scenario(
 );
 
 // ---------------------------------------------------------------------------
-// Runner and report
 
-function transcript(fx, limit = 80) {
-  const lines = [];
-  for (const [i, agent] of fx.agents.entries()) {
-    const frames = agent.tap.frames;
-    lines.push(`  --- agent process #${i + 1} (${agent.name}): ${frames.length} frames (→ client to agent, ← agent to client) ---`);
-    const show = frames.length > limit ? [...frames.slice(0, 20), null, ...frames.slice(-(limit - 20))] : frames;
-    for (const f of show) {
-      if (f === null) {
-        lines.push(`  … ${frames.length - limit} frames omitted …`);
-        continue;
-      }
-      lines.push(`  #${String(f.seq).padStart(4)} ${f.dir === "client" ? "→" : "←"} ${f.raw.length > 600 ? f.raw.slice(0, 600) + "…" : f.raw}`);
-    }
-    const err = agent.stderr().trim();
-    if (err) {
-      const tail = err.split("\n").slice(-30);
-      lines.push(`  --- agent stderr (last ${tail.length} lines) ---`);
-      for (const l of tail) lines.push(`  | ${l}`);
-    }
-  }
-  return lines.join("\n");
-}
-
-async function runScenario(sc, examplesDir, validator) {
-  const c = new Checks();
-  const fx = new Fixture(examplesDir, validator, c);
-  const diagStart = sdkDiagnostics.length;
-  const started = Date.now();
-  try {
-    await withTimeout(Promise.resolve().then(() => sc.fn({ fx, c })), SCENARIO_TIMEOUT_MS, `scenario ${sc.name}`);
-  } catch (e) {
-    c.failures.push(e instanceof ScenarioFailure ? e.message : `unexpected exception: ${describeError(e)}`);
-  } finally {
-    for (const agent of fx.agents) {
-      if (agent.child.exitCode === null && agent.child.signalCode === null) agent.child.kill("SIGKILL");
-    }
-  }
-  let validated = 0;
-  for (const agent of fx.agents) {
-    validated += agent.tap.validatedCount;
-    for (const p of agent.tap.problems) c.failures.push(`schema/framing (${agent.name}): ${p}`);
-  }
-  c.check(validated > 0, "no agent frames were validated (tap saw nothing)");
-  c.note(`${validated} agent frames validated against the SDK schema`);
-  for (const d of sdkDiagnostics.slice(diagStart)) c.failures.push(`SDK diagnostic: ${d}`);
-  const ms = Date.now() - started;
-  const ok = c.failures.length === 0;
-  const out = [`${ok ? "PASS" : "FAIL"} ${sc.name} (${ms} ms) — ${sc.description}`];
-  for (const n of c.notes) out.push(`  note: ${n}`);
-  for (const f of c.failures) out.push(`  FAILURE: ${f}`);
-  if (!ok || process.env.ACP_INTEROP_TRANSCRIPT) out.push(transcript(fx));
-  fx.cleanup();
-  return { ok, text: out.join("\n") };
-}
-
-async function main() {
-  const args = process.argv.slice(2);
-  if (args[0] === "--list") {
-    for (const sc of Object.values(scenarios)) console.log(`${sc.name}\t${sc.description}`);
-    return 0;
-  }
-  if (args.length < 1) {
-    process.stderr.write("usage: node tools.mjs <examples-dir> [scenario ...] | --list\n");
-    return 2;
-  }
-  const [examplesDir, ...wanted] = args;
-  const unknown = wanted.filter((w) => !scenarios[w]);
-  if (unknown.length) {
-    process.stderr.write(`unknown scenario(s): ${unknown.join(", ")}; known: ${Object.keys(scenarios).join(", ")}\n`);
-    return 2;
-  }
-  const selected = wanted.length ? wanted.map((w) => scenarios[w]) : Object.values(scenarios);
-  const validator = new FrameValidator();
-  console.log(`ACP tool-call interop (TypeScript SDK @agentclientprotocol/sdk ${validator.sdkVersion}, node ${process.version})`);
-  console.log(`examples: ${examplesDir}`);
-  let passed = 0;
-  let failed = 0;
-  for (const sc of selected) {
-    const r = await runScenario(sc, examplesDir, validator);
-    console.log(r.text);
-    if (r.ok) passed++;
-    else failed++;
-  }
-  console.log(`${passed} passed, ${failed} failed`);
-  return failed === 0 ? 0 : 1;
-}
-
-main().then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (e) => {
-    console.log(`harness crashed: ${e?.stack ?? e}`);
-    process.exitCode = 1;
-  },
-);
+runCli({
+  script: "tools.mjs",
+  targetArg: "examples-dir",
+  title: "ACP tool-call interop",
+  targetLabel: "examples",
+  fixture: (examplesDir, validator, checks) => new Fixture(examplesDir, validator, checks),
+  multiline: true,
+  rawLimit: 600,
+  // An unexpected exception other than an SDK RequestError is reported with its stack.
+  describeError: (e) => describeError(e, { errorObjects: false }),
+  // ACP_INTEROP_TRANSCRIPT=1 prints the frame transcript of passing scenarios as well.
+  transcriptOnPass: Boolean(process.env.ACP_INTEROP_TRANSCRIPT),
+});
