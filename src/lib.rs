@@ -49,7 +49,7 @@
 
 pub use acp_core::{
     Agent, Error, Fs, Prompt, Result, Session, SessionSetup, Terminal, Terminals, ToolCallBuilder,
-    ToolCallGuard, ToolDef, ToolOutput, schema, serve, serve_stdio, testing,
+    ToolCallGuard, ToolDef, ToolOutput, in_tool_call, schema, serve, serve_stdio, testing,
 };
 
 pub use acp_core::{IntoToolOutput, Json, ToolLocations};

@@ -293,24 +293,28 @@ fn failed(id: &str, message: &str) -> Value {
 }
 
 // ---------------------------------------------------------------------------------------------
+/// The rest of a turn that writes "hello" to notes.md: the call announced, permission asked
+/// and answered with `answer` (or not asked at all: `None`), run, completed, and reported.
+async fn expect_hello_written(c: &mut Client, id: i64, call: &str, answer: Option<&str>) {
+    c.expect_update(write_call(call, "notes.md", "hello")).await;
+    if let Some(answer) = answer {
+        c.expect_permission(write_permission(call, "notes.md", "hello"), answer)
+            .await;
+    }
+    c.expect_update(status(call, "in_progress")).await;
+    c.expect_update(completed_text(call, "wrote 5 bytes to notes.md"))
+        .await;
+    c.expect_message("ok: wrote 5 bytes to notes.md").await;
+    c.expect_answer(id, "end_turn").await;
+}
+
 // The lifecycle, message by message
 
 #[tokio::test]
 async fn allowed_once_tool_call_goes_pending_permission_in_progress_completed() {
     let mut c = Client::start().await;
     let id = c.prompt("write").await;
-    c.expect_update(write_call("call_0", "notes.md", "hello"))
-        .await;
-    c.expect_permission(
-        write_permission("call_0", "notes.md", "hello"),
-        "allow_once",
-    )
-    .await;
-    c.expect_update(status("call_0", "in_progress")).await;
-    c.expect_update(completed_text("call_0", "wrote 5 bytes to notes.md"))
-        .await;
-    c.expect_message("ok: wrote 5 bytes to notes.md").await;
-    c.expect_answer(id, "end_turn").await;
+    expect_hello_written(&mut c, id, "call_0", Some("allow_once")).await;
 
     // "Once" is not remembered: the next call asks again.
     let id = c.prompt("write").await;
@@ -348,13 +352,7 @@ async fn allow_always_is_remembered_for_the_session_and_not_asked_again() {
 
     // Still remembered in a later turn of the same session.
     let id = c.prompt("write").await;
-    c.expect_update(write_call("call_2", "notes.md", "hello"))
-        .await;
-    c.expect_update(status("call_2", "in_progress")).await;
-    c.expect_update(completed_text("call_2", "wrote 5 bytes to notes.md"))
-        .await;
-    c.expect_message("ok: wrote 5 bytes to notes.md").await;
-    c.expect_answer(id, "end_turn").await;
+    expect_hello_written(&mut c, id, "call_2", None).await;
 
     // A new session asks again.
     let new = c
@@ -362,18 +360,7 @@ async fn allow_always_is_remembered_for_the_session_and_not_asked_again() {
         .await;
     c.session = new["result"]["sessionId"].as_str().unwrap().to_owned();
     let id = c.prompt("write").await;
-    c.expect_update(write_call("call_0", "notes.md", "hello"))
-        .await;
-    c.expect_permission(
-        write_permission("call_0", "notes.md", "hello"),
-        "allow_once",
-    )
-    .await;
-    c.expect_update(status("call_0", "in_progress")).await;
-    c.expect_update(completed_text("call_0", "wrote 5 bytes to notes.md"))
-        .await;
-    c.expect_message("ok: wrote 5 bytes to notes.md").await;
-    c.expect_answer(id, "end_turn").await;
+    expect_hello_written(&mut c, id, "call_0", Some("allow_once")).await;
 }
 
 #[tokio::test]
@@ -522,18 +509,7 @@ async fn call_by_name_runs_the_same_lifecycle_as_a_typed_call() {
     let id = c
         .prompt(r#"call write {"path": "notes.md", "content": "hello"}"#)
         .await;
-    c.expect_update(write_call("call_0", "notes.md", "hello"))
-        .await;
-    c.expect_permission(
-        write_permission("call_0", "notes.md", "hello"),
-        "allow_once",
-    )
-    .await;
-    c.expect_update(status("call_0", "in_progress")).await;
-    c.expect_update(completed_text("call_0", "wrote 5 bytes to notes.md"))
-        .await;
-    c.expect_message("ok: wrote 5 bytes to notes.md").await;
-    c.expect_answer(id, "end_turn").await;
+    expect_hello_written(&mut c, id, "call_0", Some("allow_once")).await;
 }
 
 #[tokio::test]

@@ -353,12 +353,16 @@ impl Conn {
         let _forget = Forget(self, id);
         self.send(Frame::new(rpc::encode_request(id, method, params), None))
             .await?;
-        let never = CancellationToken::new();
-        let cancel = cancel.unwrap_or(&never);
+        let cancelled = async {
+            match cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         let answer = tokio::select! {
             biased;
             answer = rx => answer.map_err(|_| Error::ConnectionClosed)?,
-            () = cancel.cancelled() => return Err(Error::Cancelled),
+            () = cancelled => return Err(Error::Cancelled),
             () = self.closed.cancelled() => return Err(Error::ConnectionClosed),
         };
         let raw = answer.map_err(Error::from_rpc)?;
@@ -624,7 +628,12 @@ impl<A: Agent> Router<A> {
         let fut = handler(self.agent.clone(), conn.clone(), id.clone(), params);
         self.tasks.spawn(async move {
             if let Err(panic) = AssertUnwindSafe(fut).catch_unwind().await {
-                reply(&conn, &id, Err::<(), _>(panicked(panic.as_ref()))).await;
+                reply(
+                    &conn,
+                    &id,
+                    Err::<(), _>(Error::panicked("the agent", panic.as_ref())),
+                )
+                .await;
             }
         });
         Routed::Spawned
@@ -726,21 +735,7 @@ async fn run_turn<A: Agent>(
             }
         },
     };
-    outcome.unwrap_or_else(|panic| Err(panicked(panic.as_ref())))
-}
-
-fn panicked(panic: &(dyn std::any::Any + Send)) -> Error {
-    let what = panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic payload".to_owned());
-    tracing::error!("the agent panicked: {what}");
-    Error::Rpc {
-        code: ErrorCode::InternalError.into(),
-        message: format!("the agent panicked: {what}"),
-        data: None,
-    }
+    outcome.unwrap_or_else(|panic| Err(Error::panicked("the agent", panic.as_ref())))
 }
 
 async fn reply<T: Serialize>(conn: &Conn, id: &RequestId, result: Result<T>) {

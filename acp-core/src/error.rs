@@ -129,6 +129,21 @@ impl Error {
         }
     }
 
+    /// `-32603`, naming what panicked and the panic's message; also logs it.
+    pub(crate) fn panicked(what: &str, panic: &(dyn std::any::Any + Send)) -> Self {
+        let message = panic
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("unknown panic payload");
+        tracing::error!("{what} panicked: {message}");
+        Error::Rpc {
+            code: schema::ErrorCode::InternalError.into(),
+            message: format!("{what} panicked: {message}"),
+            data: None,
+        }
+    }
+
     pub(crate) fn from_rpc(e: schema::Error) -> Self {
         Error::Rpc {
             code: e.code.into(),

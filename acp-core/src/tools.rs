@@ -310,7 +310,7 @@ pub mod expand {
 
     use super::{IntoToolOutput, ToolDef, ToolLocations, ToolOutput};
     use crate::schema::{
-        ErrorCode, PermissionOption, PermissionOptionKind, ToolCallLocation, ToolCallUpdate,
+        PermissionOption, PermissionOptionKind, ToolCallLocation, ToolCallUpdate,
         ToolCallUpdateFields, ToolKind,
     };
     use crate::{Error, Result, Session, ToolCallGuard};
@@ -575,15 +575,11 @@ pub mod expand {
         let value = match outcome {
             Ok(value) => value,
             Err(panic) => {
-                let what = panic_message(panic.as_ref());
-                tracing::error!(tool = spec.name, "the tool panicked: {what}");
-                let message = format!("the tool `{}` panicked: {what}", spec.name);
-                let _ = call.fail(&message).await;
-                return Err(Error::Rpc {
-                    code: ErrorCode::InternalError.into(),
-                    message,
-                    data: None,
-                });
+                let error = Error::panicked(&format!("the tool `{}`", spec.name), panic.as_ref());
+                if let Error::Rpc { message, .. } = &error {
+                    let _ = call.fail(message).await;
+                }
+                return Err(error);
             }
         };
         match (ret.inspect)(&value) {
@@ -609,14 +605,6 @@ pub mod expand {
             }
         }
         Ok(value)
-    }
-
-    fn panic_message(panic: &(dyn Any + Send)) -> String {
-        panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic payload".to_owned())
     }
 
     fn locations(cx: &Session, paths: &[PathBuf]) -> Vec<ToolCallLocation> {

@@ -664,3 +664,28 @@ async fn a_protocol_level_cancel_request_cancels_that_prompt() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn an_oversized_line_is_rejected_and_the_connection_goes_on() {
+    within(async {
+        let c = client(Probe::default()).await;
+        // One line just over the 64 MiB limit.
+        c.send(json!("x".repeat(64 * 1024 * 1024 + 16)));
+        let s = c.new_session().await.unwrap();
+        let rejected = c
+            .transcript()
+            .into_iter()
+            .find(|f| f.direction == Direction::FromAgent && f.message["error"]["code"] == -32700)
+            .expect("the long line was answered");
+        assert!(
+            rejected.message["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("longer than"),
+            "{}",
+            rejected.message
+        );
+        assert_eq!(s.prompt("after").await.unwrap().text(), "after");
+    })
+    .await;
+}

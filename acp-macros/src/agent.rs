@@ -201,12 +201,7 @@ fn check_known(known: &Known, f: &ImplItemFn, errors: &mut Errors) -> bool {
         );
         ok = false;
     }
-    if let Some(p) = sig
-        .generics
-        .params
-        .iter()
-        .find(|p| !matches!(p, syn::GenericParam::Lifetime(_)))
-    {
+    if let Some(p) = crate::util::type_or_const_param(sig) {
         errors.at(p, format!("`{}` cannot be generic; {expected}", known.name));
         ok = false;
     }

@@ -127,12 +127,7 @@ pub(crate) fn parse(
         );
         ok = false;
     }
-    if let Some(p) = sig
-        .generics
-        .params
-        .iter()
-        .find(|p| !matches!(p, syn::GenericParam::Lifetime(_)))
-    {
+    if let Some(p) = crate::util::type_or_const_param(sig) {
         errors.at(
             p,
             "an #[acp::tool] cannot have type or const parameters: a call by name needs concrete argument types",

@@ -35,6 +35,14 @@ impl Errors {
     }
 }
 
+/// The first type or const parameter of a method, if any (lifetimes are fine everywhere).
+pub(crate) fn type_or_const_param(sig: &syn::Signature) -> Option<&syn::GenericParam> {
+    sig.generics
+        .params
+        .iter()
+        .find(|p| !matches!(p, syn::GenericParam::Lifetime(_)))
+}
+
 /// Gives every token of `tokens` this span, so that an error about the expression they form
 /// (a failed trait bound, a type mismatch) is reported at the author's code it stands for.
 pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
