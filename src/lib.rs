@@ -49,8 +49,11 @@
 
 pub use acp_core::{
     Agent, Error, Fs, Prompt, Result, Session, SessionSetup, Terminal, Terminals, ToolCallBuilder,
-    ToolCallGuard, ToolDef, ToolOutput, in_tool_call, schema, serve, serve_stdio, testing,
+    ToolCallGuard, ToolDef, ToolOutput, in_tool_call, schema, serve, serve_stdio,
 };
+
+#[cfg(feature = "testing")]
+pub use acp_core::testing;
 
 pub use acp_core::{IntoToolOutput, Json, ToolLocations};
 /// Turns an inherent `impl` block into an ACP agent: `impl acp::Agent` is generated from the

@@ -359,10 +359,12 @@ impl Conn {
                 None => std::future::pending().await,
             }
         };
+        // A cancel read before the answer wins, even when both are ready: once the reader has
+        // seen `session/cancel`, no client call of the turn succeeds.
         let answer = tokio::select! {
             biased;
-            answer = rx => answer.map_err(|_| Error::ConnectionClosed)?,
             () = cancelled => return Err(Error::Cancelled),
+            answer = rx => answer.map_err(|_| Error::ConnectionClosed)?,
             () = self.closed.cancelled() => return Err(Error::ConnectionClosed),
         };
         let raw = answer.map_err(Error::from_rpc)?;

@@ -23,6 +23,8 @@ mod error;
 mod rpc;
 mod session;
 mod terminal;
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 mod tool;
 mod tools;

@@ -1,5 +1,9 @@
 //! Runtime behaviour through the in-process test client: ordering, capabilities, cancellation,
-//! client calls, errors. Each test is named for the guarantee it checks.
+//! client calls, errors, the writer. Each test is named for the guarantee it checks.
+//!
+//! Every test runs on a paused tokio clock: time only moves when every task is idle, so the
+//! timing of the runtime (the cancel grace, sleeps) is exact, and the test client's deadline
+//! fails a stuck agent at once instead of hanging the test.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,7 +16,8 @@ use acp_core::testing::{Direction, MemoryFs, PermissionPolicy, TerminalStub, Tes
 use acp_core::{Agent, Error, Prompt, Result, Session, SessionSetup};
 use serde_json::json;
 
-/// Guards every test against hangs; generous, never a performance assertion.
+/// Guards a test body against hangs (on the paused clock it fires as soon as everything is
+/// stuck); never a performance assertion.
 async fn within<T>(fut: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(20), fut)
         .await
@@ -160,7 +165,7 @@ async fn client(agent: Probe) -> TestClient {
         .unwrap()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn initialize_advertises_only_what_is_implemented() {
     let c = TestClient::builder()
         .connect(Probe::default())
@@ -186,7 +191,7 @@ async fn initialize_advertises_only_what_is_implemented() {
     assert!(matches!(err, Error::Rpc { code: -32601, .. }), "{err:?}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn version_negotiation_answers_the_clients_version_or_our_latest() {
     let c = TestClient::builder()
         .connect(Probe::default())
@@ -201,7 +206,7 @@ async fn version_negotiation_answers_the_clients_version_or_our_latest() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn chunks_arrive_in_order_and_before_the_answer() {
     within(async {
         let c = client(Probe::default()).await;
@@ -225,7 +230,7 @@ async fn chunks_arrive_in_order_and_before_the_answer() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn plans_and_thoughts_are_sent_as_updates() {
     let c = client(Probe::default()).await;
     let s = c.new_session().await.unwrap();
@@ -236,31 +241,31 @@ async fn plans_and_thoughts_are_sent_as_updates() {
     assert_eq!(turn.thoughts(), "thinking");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn slash_commands_follow_the_new_session_answer() {
     let c = client(Probe::default()).await;
     let s = c.new_session().await.unwrap();
-    // Wait for the announcement, then check it came after the answer that named the session.
-    within(async {
-        loop {
-            let t = c.transcript();
-            let answer = t
-                .iter()
-                .position(|f| f.message["result"]["sessionId"] == json!(s.id()));
-            let cmds = t.iter().position(|f| {
-                f.message["params"]["update"]["sessionUpdate"] == "available_commands_update"
-            });
-            if let (Some(a), Some(u)) = (answer, cmds) {
-                assert!(a < u);
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
+    s.wait_for_update("the commands", |u| {
+        matches!(u, SessionUpdate::AvailableCommandsUpdate(_))
     })
-    .await;
+    .await
+    .unwrap();
+    let t = c.transcript();
+    let answer = t
+        .iter()
+        .position(|f| f.message["result"]["sessionId"] == json!(s.id()))
+        .unwrap();
+    let cmds = t
+        .iter()
+        .position(|f| f.message["params"]["update"]["sessionUpdate"] == "available_commands_update")
+        .unwrap();
+    assert!(
+        answer < cmds,
+        "the commands came before the session was answered"
+    );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn fs_calls_go_through_the_client() {
     let agent = Probe::default();
     let seen = agent.seen.clone();
@@ -278,7 +283,7 @@ async fn fs_calls_go_through_the_client() {
     assert_eq!(seen[1], "write: ok");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn fs_without_the_capability_fails_without_sending_anything() {
     let agent = Probe::default();
     let seen = agent.seen.clone();
@@ -293,7 +298,7 @@ async fn fs_without_the_capability_fails_without_sending_anything() {
     assert!(c.requests_from_agent("fs/write_text_file").is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn permission_answers_reach_the_agent() {
     for (policy, expected) in [
         (PermissionPolicy::AllowOnce, "ask: yes"),
@@ -319,7 +324,7 @@ async fn permission_answers_reach_the_agent() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_cancelled_permission_outcome_ends_the_turn_cancelled() {
     let c = TestClient::builder()
         .permissions(PermissionPolicy::Cancelled)
@@ -334,7 +339,7 @@ async fn a_cancelled_permission_outcome_ends_the_turn_cancelled() {
     assert_eq!(turn.tool_calls()[0].status(), Some(ToolCallStatus::Failed));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cancel_answers_cancelled_even_when_the_author_returns_an_error() {
     within(async {
         let c = client(Probe::default()).await;
@@ -347,25 +352,30 @@ async fn cancel_answers_cancelled_even_when_the_author_returns_an_error() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_turn_that_ignores_cancellation_is_dropped_and_answered() {
     within(async {
         let c = client(Probe::default()).await;
         let s = c.new_session().await.unwrap();
-        let turn = tokio::join!(s.prompt("stubborn"), async {
+        let (turn, cancelled_at) = tokio::join!(s.prompt("stubborn"), async {
             tokio::time::sleep(Duration::from_millis(20)).await;
             s.cancel();
-        })
-        .0
-        .unwrap();
-        assert_eq!(turn.stop_reason(), Some(StopReason::Cancelled));
+            tokio::time::Instant::now()
+        });
+        let waited = cancelled_at.elapsed();
+        assert_eq!(turn.unwrap().stop_reason(), Some(StopReason::Cancelled));
+        // Exactly the 50 ms grace on the paused clock.
+        assert!(
+            waited >= Duration::from_millis(50) && waited < Duration::from_millis(60),
+            "answered {waited:?} after the cancel; the grace is 50 ms"
+        );
         // The session is usable again.
         assert_eq!(s.prompt("again").await.unwrap().text(), "again");
     })
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cancel_resolves_a_pending_permission_request() {
     within(async {
         let agent = Probe::default();
@@ -392,7 +402,7 @@ async fn cancel_resolves_a_pending_permission_request() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_waiting_turn_does_not_block_other_sessions() {
     within(async {
         let c = TestClient::builder()
@@ -413,7 +423,7 @@ async fn a_waiting_turn_does_not_block_other_sessions() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn two_sessions_stream_at_once_without_mixing() {
     within(async {
         let c = client(Probe::default()).await;
@@ -427,33 +437,36 @@ async fn two_sessions_stream_at_once_without_mixing() {
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_second_prompt_while_one_runs_is_refused() {
-    within(async {
-        let c = client(Probe::default()).await;
-        let s = c.new_session().await.unwrap();
-        s.cancel_when(|u| matches!(u, SessionUpdate::AgentMessageChunk(_)));
-        let (first, second) = tokio::join!(s.prompt("sleep"), async {
-            // Sent while the first turn runs (its chunk triggers the cancel only later).
-            tokio::time::sleep(Duration::from_millis(1)).await;
-            c.request("session/prompt", json!({"sessionId": s.id(), "prompt": []}))
-                .await
-        });
-        assert_eq!(first.unwrap().stop_reason(), Some(StopReason::Cancelled));
-        match second {
-            Err(Error::Rpc { code, message, .. }) => {
-                assert_eq!(code, -32600);
-                assert!(message.contains("already running"), "{message}");
-            }
-            // The first turn may have ended before the second arrived; then it simply runs.
-            Ok(v) => assert_eq!(v["stopReason"], "end_turn"),
-            Err(e) => panic!("{e:?}"),
+    let c = client(Probe::default()).await;
+    let s = c.new_session().await.unwrap();
+    let (first, second) = tokio::join!(s.prompt("sleep"), async {
+        s.wait_for_update("the first turn's chunk", |u| {
+            matches!(u, SessionUpdate::AgentMessageChunk(_))
+        })
+        .await
+        .unwrap();
+        // The first turn is running: it waits for its cancel.
+        let second = c
+            .request("session/prompt", json!({"sessionId": s.id(), "prompt": []}))
+            .await;
+        s.cancel();
+        second
+    });
+    assert_eq!(first.unwrap().stop_reason(), Some(StopReason::Cancelled));
+    match second {
+        Err(Error::Rpc { code, message, .. }) => {
+            assert_eq!(code, -32600);
+            assert!(message.contains("already running"), "{message}");
         }
-    })
-    .await;
+        other => panic!("a second prompt on a busy session must be refused: {other:?}"),
+    }
+    // Once the first turn answered, the session takes the next one.
+    assert_eq!(s.prompt("next").await.unwrap().text(), "next");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_panicking_turn_answers_internal_error_and_the_agent_lives_on() {
     let c = client(Probe::default()).await;
     let s = c.new_session().await.unwrap();
@@ -463,7 +476,7 @@ async fn a_panicking_turn_answers_internal_error_and_the_agent_lives_on() {
     assert_eq!(s.prompt("still here").await.unwrap().text(), "still here");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_author_error_answers_internal_error_with_its_message() {
     let c = client(Probe::default()).await;
     let s = c.new_session().await.unwrap();
@@ -472,7 +485,7 @@ async fn an_author_error_answers_internal_error_with_its_message() {
     assert!(format!("{:?}", turn.answer()).contains("it broke"));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn no_tool_call_stays_open_after_its_turn() {
     let c = client(Probe::default()).await;
     let s = c.new_session().await.unwrap();
@@ -487,7 +500,7 @@ async fn no_tool_call_stays_open_after_its_turn() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn updates_after_the_answer_are_refused_and_never_sent() {
     let agent = Probe::default();
     let leaked = agent.leaked.clone();
@@ -505,7 +518,7 @@ async fn updates_after_the_answer_are_refused_and_never_sent() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn terminals_run_in_the_client_and_are_released() {
     let c = client(Probe::default()).await;
     let s = c.new_session().await.unwrap();
@@ -518,15 +531,14 @@ async fn terminals_run_in_the_client_and_are_released() {
     assert_eq!(c.terminals_released(), ["term_0"]);
     // Dropped instead of released: released anyway.
     s.prompt("term drop").await.unwrap();
-    within(async {
-        while c.terminals_released().len() < 2 {
-            tokio::task::yield_now().await;
-        }
+    c.wait_for("the dropped terminal's release", |f| {
+        f.method() == Some("terminal/release") && f.message["params"]["terminalId"] == "term_1"
     })
-    .await;
+    .await
+    .unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_cancelled_terminal_wait_releases_the_terminal() {
     within(async {
         let c = TestClient::builder()
@@ -538,14 +550,16 @@ async fn a_cancelled_terminal_wait_releases_the_terminal() {
         s.cancel_when(|u| matches!(u, SessionUpdate::AgentMessageChunk(_)));
         let turn = s.prompt("term-wait").await.unwrap();
         assert_eq!(turn.stop_reason(), Some(StopReason::Cancelled));
-        while c.terminals_released().is_empty() {
-            tokio::task::yield_now().await;
-        }
+        c.wait_for("the terminal's release", |f| {
+            f.method() == Some("terminal/release")
+        })
+        .await
+        .unwrap();
     })
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn terminals_without_the_capability_fail_without_sending_anything() {
     let c = TestClient::builder()
         .connect(Probe::default())
@@ -559,7 +573,7 @@ async fn terminals_without_the_capability_fail_without_sending_anything() {
     assert!(c.requests_from_agent("terminal/create").is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn unknown_sessions_and_bad_params_get_the_specified_errors() {
     let c = client(Probe::default()).await;
     let err = c
@@ -584,7 +598,7 @@ async fn unknown_sessions_and_bad_params_get_the_specified_errors() {
     c.new_session().await.unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn serve_returns_ok_when_the_client_goes_away_mid_turn() {
     within(async {
         let c = client(Probe::default()).await;
@@ -594,19 +608,18 @@ async fn serve_returns_ok_when_the_client_goes_away_mid_turn() {
             json!({"jsonrpc": "2.0", "id": 999, "method": "session/prompt",
             "params": {"sessionId": s.id(), "prompt": [{"type": "text", "text": "sleep"}]}}),
         );
-        while !c.transcript().iter().any(|f| {
-            f.method() == Some("session/update")
-                && f.message["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
-        }) {
-            tokio::task::yield_now().await;
-        }
+        s.wait_for_update("the chunk", |u| {
+            matches!(u, SessionUpdate::AgentMessageChunk(_))
+        })
+        .await
+        .unwrap();
         drop(s);
         c.close().await.unwrap();
     })
     .await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn session_state_lives_as_long_as_its_session() {
     let c = client(Probe::default()).await;
     let a = c.new_session().await.unwrap();
@@ -616,7 +629,7 @@ async fn session_state_lives_as_long_as_its_session() {
     assert_eq!(b.prompt("count").await.unwrap().text(), "0");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_terminal_created_in_a_tool_body_is_embedded_in_its_tool_call() {
     let c = client(Probe::default()).await;
     let s = c.new_session().await.unwrap();
@@ -631,41 +644,30 @@ async fn a_terminal_created_in_a_tool_body_is_embedded_in_its_tool_call() {
     assert!(embedded, "{:#?}", turn.updates());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_protocol_level_cancel_request_cancels_that_prompt() {
-    within(async {
-        let c = client(Probe::default()).await;
-        let s = c.new_session().await.unwrap();
-        c.send(
-            json!({"jsonrpc": "2.0", "id": "p-1", "method": "session/prompt",
-            "params": {"sessionId": s.id(), "prompt": [{"type": "text", "text": "sleep"}]}}),
-        );
-        let answered = || {
-            c.transcript()
-                .into_iter()
-                .find(|f| f.direction == Direction::FromAgent && f.message["id"] == "p-1")
-        };
-        while !c
-            .transcript()
-            .iter()
-            .any(|f| f.message["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
-        {
-            tokio::task::yield_now().await;
-        }
-        assert!(answered().is_none());
-        c.notify("$/cancel_request", json!({"requestId": "p-1"}));
-        let answer = loop {
-            if let Some(f) = answered() {
-                break f;
-            }
-            tokio::task::yield_now().await;
-        };
-        assert_eq!(answer.message["result"]["stopReason"], "cancelled");
+    let c = client(Probe::default()).await;
+    let s = c.new_session().await.unwrap();
+    c.send(
+        json!({"jsonrpc": "2.0", "id": "p-1", "method": "session/prompt",
+        "params": {"sessionId": s.id(), "prompt": [{"type": "text", "text": "sleep"}]}}),
+    );
+    s.wait_for_update("the chunk", |u| {
+        matches!(u, SessionUpdate::AgentMessageChunk(_))
     })
-    .await;
+    .await
+    .unwrap();
+    assert!(
+        !c.transcript()
+            .iter()
+            .any(|f| f.direction == Direction::FromAgent && f.is_response_to(&json!("p-1")))
+    );
+    c.notify("$/cancel_request", json!({"requestId": "p-1"}));
+    let answer = c.wait_for_response(&json!("p-1")).await.unwrap();
+    assert_eq!(answer["result"]["stopReason"], "cancelled");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn an_oversized_line_is_rejected_and_the_connection_goes_on() {
     within(async {
         let c = client(Probe::default()).await;
@@ -688,4 +690,168 @@ async fn an_oversized_line_is_rejected_and_the_connection_goes_on() {
         assert_eq!(s.prompt("after").await.unwrap().text(), "after");
     })
     .await;
+}
+
+/// A writer that counts writes and flushes, and can be stalled like a client that stops
+/// reading.
+struct Gate<W> {
+    inner: W,
+    shared: Arc<GateState>,
+}
+
+#[derive(Default)]
+struct GateState {
+    stalled: std::sync::atomic::AtomicBool,
+    waker: Mutex<Option<std::task::Waker>>,
+    writes: std::sync::atomic::AtomicUsize,
+    flushes: std::sync::atomic::AtomicUsize,
+}
+
+impl GateState {
+    fn stall(&self, stalled: bool) {
+        self.stalled
+            .store(stalled, std::sync::atomic::Ordering::SeqCst);
+        if let Some(w) = self.waker.lock().unwrap().take() {
+            w.wake();
+        }
+    }
+
+    fn count(n: &std::sync::atomic::AtomicUsize) -> usize {
+        n.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Gate<W> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if self
+            .shared
+            .stalled
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            *self.shared.waker.lock().unwrap() = Some(cx.waker().clone());
+            return std::task::Poll::Pending;
+        }
+        self.shared
+            .writes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.shared
+            .flushes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Streams `n` chunks, counting those the runtime accepted.
+struct Flood {
+    sent: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Agent for Flood {
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> Result<StopReason> {
+        let n: usize = prompt.text().parse().unwrap_or(0);
+        for i in 0..n {
+            cx.message(format!("{i:08} of the flood")).await?;
+            self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(StopReason::EndTurn)
+    }
+}
+
+/// Serves `agent` with its output through a [`Gate`]; returns the client and the gate.
+async fn gated(agent: impl Agent) -> (TestClient, Arc<GateState>) {
+    let (client_io, agent_io) = tokio::io::duplex(1 << 16);
+    let (agent_read, agent_write) = tokio::io::split(agent_io);
+    let (client_read, client_write) = tokio::io::split(client_io);
+    let shared = Arc::new(GateState::default());
+    let writer = Gate {
+        inner: agent_write,
+        shared: shared.clone(),
+    };
+    tokio::spawn(acp_core::serve(agent, agent_read, writer));
+    let c = TestClient::builder()
+        .attach(client_read, client_write)
+        .await
+        .unwrap();
+    (c, shared)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_writer_coalesces_frames_and_flushes_when_its_queue_drains() {
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (c, gate) = gated(Flood { sent: sent.clone() }).await;
+    let s = c.new_session().await.unwrap();
+    let (writes, flushes) = (
+        GateState::count(&gate.writes),
+        GateState::count(&gate.flushes),
+    );
+    let turn = s.prompt("5000").await.unwrap();
+    assert_eq!(turn.updates().len(), 5000);
+    let writes = GateState::count(&gate.writes) - writes;
+    let flushes = GateState::count(&gate.flushes) - flushes;
+    // 5,001 frames of ~130 bytes: written in 64 KiB batches, flushed when the queue drains.
+    assert!(
+        flushes * 10 <= 5000,
+        "{flushes} flushes for 5,001 frames: the writer flushes too often"
+    );
+    assert!(
+        writes * 10 <= 5000,
+        "{writes} writes for 5,001 frames: the writer does not coalesce"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_producer_faster_than_a_stalled_client_waits_instead_of_buffering() {
+    let sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (c, gate) = gated(Flood { sent: sent.clone() }).await;
+    let s = c.new_session().await.unwrap();
+    gate.stall(true);
+    let (turn, accepted) = tokio::join!(s.prompt("20000"), async {
+        // On the paused clock this sleep ends only when every task is stuck.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let accepted = sent.load(std::sync::atomic::Ordering::SeqCst);
+        gate.stall(false);
+        accepted
+    });
+    // The queue (1,024 frames) and the writer's 64 KiB buffer hold a bounded number of
+    // chunks; the rest of the turn waits for the client.
+    assert!(
+        accepted <= 4096,
+        "{accepted} chunks accepted while the client read nothing"
+    );
+    let turn = turn.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    // Nothing was lost or reordered on the way.
+    let texts: Vec<String> = turn
+        .updates()
+        .iter()
+        .map(|u| match u {
+            SessionUpdate::AgentMessageChunk(c) => match &c.content {
+                acp_core::schema::ContentBlock::Text(t) => t.text.clone(),
+                _ => String::new(),
+            },
+            _ => String::new(),
+        })
+        .collect();
+    assert_eq!(texts.len(), 20_000);
+    for (i, t) in texts.iter().enumerate() {
+        assert_eq!(*t, format!("{i:08} of the flood"));
+    }
 }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{Value, json};
 
 /// Guards against hangs only; no test asserts on these durations.
-pub const HANG_GUARD: Duration = Duration::from_secs(30);
+pub const HANG_GUARD: Duration = Duration::from_secs(10);
 
 /// Root of the package (where Cargo.toml and tests/ live).
 pub fn package_root() -> PathBuf {
@@ -42,25 +42,59 @@ pub fn echo_binary() -> PathBuf {
     example_binary("echo")
 }
 
-/// Path of the example `name`, built by `cargo test` next to the test executable:
-/// `<target>/<profile>/deps/<test>-<hash>` -> `<target>/<profile>/examples/<name>`.
+/// Path of the example `name`, freshly built.
+///
+/// The first call in a test process runs `cargo build --examples` (a no-op when `cargo test`
+/// just built them), so a single test target run on its own (`cargo test --test
+/// interop_tools`) never drives a binary older than the sources.
 pub fn example_binary(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    if let Err(e) = BUILT.get_or_init(build_examples) {
+        panic!("{e}");
+    }
+    let bin = examples_dir().join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "the {name} example agent was not found at {} after `cargo build --examples`",
+        bin.display()
+    );
+    bin
+}
+
+/// `<target>/<profile>/examples`, next to the test executable's `deps` directory.
+fn examples_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let deps = exe
         .parent()
         .expect("test executable has a parent directory");
     let profile_dir = deps.parent().expect("deps directory has a parent");
-    let bin = profile_dir
-        .join("examples")
-        .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        bin.is_file(),
-        "the {name} example agent was not found at {}.\n\
-         A plain `cargo test` builds examples before running tests; when running a single \
-         test target, build it first with `cargo build --example {name}`.",
-        bin.display()
-    );
-    bin
+    profile_dir.join("examples")
+}
+
+fn build_examples() -> Result<(), String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let profile_dir = examples_dir()
+        .parent()
+        .map(Path::to_path_buf)
+        .ok_or("no profile directory")?;
+    let target = profile_dir.parent().ok_or("no target directory")?;
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "--quiet", "--examples", "--manifest-path"])
+        .arg(package_root().join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", target);
+    if profile_dir.file_name() == Some(OsStr::new("release")) {
+        cmd.arg("--release");
+    }
+    let done = run_with_timeout(&mut cmd, Duration::from_secs(20 * 60))
+        .map_err(|e| format!("running cargo build --examples: {e}"))?;
+    if done.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`cargo build --examples` failed:\n{}",
+            done.describe()
+        ))
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -433,6 +467,23 @@ impl InteropScript {
         assert!(
             done.success(),
             "{} `{name}` failed\n{}",
+            self.what,
+            done.describe()
+        );
+        // A script that exits 0 by mistake must not turn a failure green: it must also have
+        // reported this scenario as passed, and exactly one scenario run.
+        let passed = format!("PASS {name} (");
+        assert!(
+            done.stdout.lines().any(|l| l.starts_with(&passed)),
+            "{} `{name}` exited 0 without reporting `PASS {name}`\n{}",
+            self.what,
+            done.describe()
+        );
+        assert!(
+            done.stdout
+                .lines()
+                .any(|l| l.trim() == "1 passed, 0 failed"),
+            "{} `{name}` exited 0 without its summary line `1 passed, 0 failed`\n{}",
             self.what,
             done.describe()
         );

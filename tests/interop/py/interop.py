@@ -62,7 +62,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-WAIT_S = 20.0
+WAIT_S = 10.0
 SCENARIO_TIMEOUT_S = 60.0
 SHUTDOWN_TIMEOUT_S = 10.0
 
@@ -578,8 +578,12 @@ async def permission(fx: Fixture, c: Checks, policy: str) -> None:
         c.must(answer is not None, "prompt answer observed")
         seq = [f.kind() for f in frames]
         if policy == "cancel":
-            c.equal(seq[:2], ["update:tool_call status=pending", "request:session/request_permission"], "first frames of the turn")
-            c.check(not any("completed" in k or '"allowed"' in k for k in seq[2:]), f"no success after a cancelled permission: {seq}")
+            # The open tool call is reported failed before the `cancelled` answer, and nothing else.
+            c.equal(
+                seq,
+                ["update:tool_call status=pending", "request:session/request_permission", "update:tool_call_update status=failed"],
+                "exact frame sequence of the cancelled permission turn",
+            )
         else:
             status = {"allow": "completed", "reject": "failed"}[policy]
             word = {"allow": "allowed", "reject": "rejected"}[policy]

@@ -11,7 +11,7 @@ import { FrameValidator } from "./validator.mjs";
 /** Limit for one whole scenario. */
 export const SCENARIO_TIMEOUT_MS = 60_000;
 /** Limit for one awaited step inside a scenario. */
-export const WAIT_MS = 20_000;
+export const WAIT_MS = 10_000;
 
 // ---------------------------------------------------------------------------
 // SDK diagnostics: the SDK reports swallowed problems (e.g. a session/update that fails its

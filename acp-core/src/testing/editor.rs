@@ -1,0 +1,267 @@
+//! The fake editor: how the test client answers the agent's requests (`fs/*`,
+//! `session/request_permission`, `terminal/*`), from an in-memory file system, a scripted
+//! permission policy and a terminal stub.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use crate::schema::{self, PermissionOptionKind};
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How the test client answers `session/request_permission`.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum PermissionPolicy {
+    /// Pick the first option of kind `allow_once` (else `allow_always`).
+    #[default]
+    AllowOnce,
+    /// Pick the first option of kind `allow_always`.
+    AllowAlways,
+    /// Pick the first option of kind `reject_once` (else `reject_always`).
+    RejectOnce,
+    /// Pick the first option of kind `reject_always`.
+    RejectAlways,
+    /// Answer with the `cancelled` outcome.
+    Cancelled,
+    /// Never answer (until the agent stops waiting, e.g. on cancel).
+    Never,
+    /// Answer each request with the next policy in the list; [`Never`](Self::Never) when empty.
+    Script(Vec<PermissionPolicy>),
+}
+
+/// An in-memory file system served to the agent as the client's `fs/*` methods.
+///
+/// Clones share the same files, so a test keeps one to seed and inspect.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryFs {
+    files: Arc<Mutex<BTreeMap<PathBuf, String>>>,
+}
+
+impl MemoryFs {
+    /// An empty file system.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds or replaces a file.
+    #[must_use]
+    pub fn with(self, path: impl Into<PathBuf>, content: impl Into<String>) -> Self {
+        self.write(path, content);
+        self
+    }
+
+    /// Adds or replaces a file.
+    pub fn write(&self, path: impl Into<PathBuf>, content: impl Into<String>) {
+        lock(&self.files).insert(path.into(), content.into());
+    }
+
+    /// A file's content, if it exists.
+    pub fn read(&self, path: impl AsRef<Path>) -> Option<String> {
+        lock(&self.files).get(path.as_ref()).cloned()
+    }
+}
+
+/// The terminal the test client pretends to run: every command "prints" `output` and exits
+/// with `exit_code`, unless it is set to [`hang`](TerminalStub::hang) until killed.
+#[derive(Debug, Clone, Default)]
+pub struct TerminalStub {
+    output: String,
+    exit_code: u32,
+    hang: bool,
+}
+
+impl TerminalStub {
+    /// A terminal whose commands print nothing and exit 0.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// What every command prints.
+    #[must_use]
+    pub fn output(mut self, output: impl Into<String>) -> Self {
+        self.output = output.into();
+        self
+    }
+
+    /// The exit code of every command.
+    #[must_use]
+    pub fn exit_code(mut self, code: u32) -> Self {
+        self.exit_code = code;
+        self
+    }
+
+    /// Commands never exit on their own: `wait_for_exit` waits until they are killed.
+    #[must_use]
+    pub fn hang(mut self) -> Self {
+        self.hang = true;
+        self
+    }
+}
+
+#[derive(Debug, Default)]
+pub(super) struct TerminalLog {
+    pub created: Vec<(String, Vec<String>)>,
+    pub killed: Vec<String>,
+    pub released: Vec<String>,
+    exit_waiters: HashMap<String, Vec<oneshot::Sender<()>>>,
+}
+
+/// The editor's state: what it serves and what it saw.
+#[derive(Debug)]
+pub(super) struct Editor {
+    pub fs: MemoryFs,
+    pub terminal: TerminalStub,
+    pub terminals: Mutex<TerminalLog>,
+    pub permissions: Mutex<PermissionPolicy>,
+}
+
+impl Editor {
+    pub fn new(fs: MemoryFs, terminal: TerminalStub, permissions: PermissionPolicy) -> Self {
+        Editor {
+            fs,
+            terminal,
+            terminals: Mutex::new(TerminalLog::default()),
+            permissions: Mutex::new(permissions),
+        }
+    }
+
+    fn next_permission(&self) -> PermissionPolicy {
+        match &mut *lock(&self.permissions) {
+            PermissionPolicy::Script(list) if list.is_empty() => PermissionPolicy::Never,
+            PermissionPolicy::Script(list) => list.remove(0),
+            policy => policy.clone(),
+        }
+    }
+
+    /// Plays the editor's side of one agent request; `None` means "never answer".
+    pub async fn answer(&self, method: &str, params: Value) -> Option<Answer> {
+        let str_param = |key: &str| {
+            params
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        Some(match method {
+            "fs/read_text_file" => match self.fs.read(str_param("path")) {
+                Some(content) => {
+                    let line = params.get("line").and_then(Value::as_u64);
+                    let limit = params.get("limit").and_then(Value::as_u64);
+                    let content = if line.is_some() || limit.is_some() {
+                        let skip = line.map_or(0, |l| l.saturating_sub(1)) as usize;
+                        let take = limit.map_or(usize::MAX, |l| l as usize);
+                        content
+                            .lines()
+                            .skip(skip)
+                            .take(take)
+                            .map(|l| format!("{l}\n"))
+                            .collect()
+                    } else {
+                        content
+                    };
+                    Ok(json!({"content": content}))
+                }
+                None => Err((-32002, format!("Resource not found: {}", str_param("path")))),
+            },
+            "fs/write_text_file" => {
+                self.fs.write(str_param("path"), str_param("content"));
+                Ok(json!({}))
+            }
+            "session/request_permission" => self.permission(&params)?,
+            "terminal/create" => {
+                let mut log = lock(&self.terminals);
+                let id = format!("term_{}", log.created.len());
+                let args = params
+                    .get("args")
+                    .and_then(|a| serde_json::from_value(a.clone()).ok())
+                    .unwrap_or_default();
+                log.created.push((str_param("command"), args));
+                Ok(json!({"terminalId": id}))
+            }
+            "terminal/output" => {
+                let id = str_param("terminalId");
+                let killed = lock(&self.terminals).killed.contains(&id);
+                let exit = if killed {
+                    json!({"exitCode": null, "signal": "SIGKILL"})
+                } else if self.terminal.hang {
+                    Value::Null
+                } else {
+                    json!({"exitCode": self.terminal.exit_code})
+                };
+                Ok(json!({"output": self.terminal.output, "truncated": false, "exitStatus": exit}))
+            }
+            "terminal/wait_for_exit" => {
+                let id = str_param("terminalId");
+                if self.terminal.hang {
+                    let rx = {
+                        let mut log = lock(&self.terminals);
+                        if log.killed.contains(&id) {
+                            None
+                        } else {
+                            let (tx, rx) = oneshot::channel();
+                            log.exit_waiters.entry(id).or_default().push(tx);
+                            Some(rx)
+                        }
+                    };
+                    if let Some(rx) = rx {
+                        rx.await.ok()?;
+                    }
+                    Ok(json!({"exitCode": null, "signal": "SIGKILL"}))
+                } else {
+                    Ok(json!({"exitCode": self.terminal.exit_code}))
+                }
+            }
+            "terminal/kill" | "terminal/release" => {
+                let id = str_param("terminalId");
+                let mut log = lock(&self.terminals);
+                if let Some(waiters) = log.exit_waiters.remove(&id) {
+                    for w in waiters {
+                        let _ = w.send(());
+                    }
+                }
+                if method == "terminal/kill" {
+                    log.killed.push(id);
+                } else {
+                    log.released.push(id);
+                }
+                Ok(json!({}))
+            }
+            other => Err((-32601, format!("method not found: {other}"))),
+        })
+    }
+
+    fn permission(&self, params: &Value) -> Option<Answer> {
+        let options: Vec<schema::PermissionOption> =
+            serde_json::from_value(params.get("options").cloned().unwrap_or_default())
+                .unwrap_or_default();
+        let pick = |kinds: &[PermissionOptionKind]| {
+            kinds
+                .iter()
+                .find_map(|k| options.iter().find(|o| o.kind == *k))
+                .map(|o| o.option_id.to_string())
+        };
+        use PermissionOptionKind as K;
+        let chosen = match self.next_permission() {
+            PermissionPolicy::AllowOnce => pick(&[K::AllowOnce, K::AllowAlways]),
+            PermissionPolicy::AllowAlways => pick(&[K::AllowAlways]),
+            PermissionPolicy::RejectOnce => pick(&[K::RejectOnce, K::RejectAlways]),
+            PermissionPolicy::RejectAlways => pick(&[K::RejectAlways]),
+            PermissionPolicy::Cancelled => None,
+            PermissionPolicy::Never | PermissionPolicy::Script(_) => return None,
+        };
+        Some(Ok(match chosen {
+            Some(id) => json!({"outcome": {"outcome": "selected", "optionId": id}}),
+            None => json!({"outcome": {"outcome": "cancelled"}}),
+        }))
+    }
+}
+
+/// The editor's answer to one request: a result, or an error code and message.
+pub(super) type Answer = std::result::Result<Value, (i32, String)>;

@@ -1,0 +1,406 @@
+//! The wire between the test client and the agent: the reader and writer loops over any byte
+//! streams (an in-memory pipe, or a child process's stdin/stdout), the transcript, the table of
+//! requests awaiting the agent's answer, and the checks that turn malformed output into a test
+//! failure.
+//!
+//! Every line the agent writes must be one JSON-RPC 2.0 object; a `session/update` must match
+//! the schema; a response must carry exactly one of `result` and `error`. Anything else is
+//! recorded as a problem, and every operation of the client fails once a problem was seen.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{Notify, mpsc, oneshot};
+
+use super::editor::{Editor, lock};
+use super::trace::{Direction, Frame};
+use crate::schema::{SessionId, SessionUpdate};
+use crate::{Error, Result};
+
+/// A frame on its way to the agent: the exact bytes, and the JSON they hold (if any).
+pub(super) struct Outgoing {
+    bytes: Vec<u8>,
+    message: Value,
+}
+
+impl Outgoing {
+    pub fn json(message: Value) -> Self {
+        let mut bytes = message.to_string().into_bytes();
+        bytes.push(b'\n');
+        Outgoing { bytes, message }
+    }
+
+    pub fn raw(bytes: Vec<u8>) -> Self {
+        let message = Value::String(String::from_utf8_lossy(&bytes).trim_end().to_owned());
+        Outgoing { bytes, message }
+    }
+}
+
+type CancelTrigger = (SessionId, Box<dyn Fn(&SessionUpdate) -> bool + Send>);
+
+/// Everything both loops and the client share.
+pub(super) struct Wire {
+    transcript: Mutex<Vec<Frame>>,
+    /// Woken whenever a frame is recorded or the agent's output ends.
+    changed: Notify,
+    pending: Mutex<HashMap<i64, oneshot::Sender<(Value, usize)>>>,
+    problems: Mutex<Vec<String>>,
+    /// The agent's output ended.
+    ended: AtomicBool,
+    out: Mutex<Option<mpsc::UnboundedSender<Outgoing>>>,
+    next_id: AtomicI64,
+    pub editor: Editor,
+    /// Sessions to cancel when an update matching the predicate arrives.
+    cancel_on: Mutex<Vec<CancelTrigger>>,
+    /// How long any one wait of the client may take.
+    pub deadline: Duration,
+    /// What the agent process wrote to stderr (empty in process).
+    pub stderr: Arc<Mutex<String>>,
+}
+
+impl Wire {
+    /// Starts the loops over `read` (the agent's output) and `write` (its input).
+    pub fn start(
+        read: impl AsyncRead + Unpin + Send + 'static,
+        write: impl AsyncWrite + Unpin + Send + 'static,
+        editor: Editor,
+        deadline: Duration,
+        stderr: Arc<Mutex<String>>,
+    ) -> Arc<Wire> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let wire = Arc::new(Wire {
+            transcript: Mutex::new(Vec::new()),
+            changed: Notify::new(),
+            pending: Mutex::new(HashMap::new()),
+            problems: Mutex::new(Vec::new()),
+            ended: AtomicBool::new(false),
+            out: Mutex::new(Some(tx)),
+            next_id: AtomicI64::new(1),
+            editor,
+            cancel_on: Mutex::new(Vec::new()),
+            deadline,
+            stderr,
+        });
+        tokio::spawn(write_loop(rx, write, Arc::downgrade(&wire)));
+        tokio::spawn(read_loop(read, wire.clone()));
+        wire
+    }
+
+    fn record(&self, direction: Direction, message: Value) -> usize {
+        let index = {
+            let mut t = lock(&self.transcript);
+            t.push(Frame { direction, message });
+            t.len() - 1
+        };
+        self.changed.notify_waiters();
+        index
+    }
+
+    fn problem(&self, problem: String) {
+        lock(&self.problems).push(problem);
+        self.changed.notify_waiters();
+    }
+
+    /// Every frame so far.
+    pub fn transcript(&self) -> Vec<Frame> {
+        lock(&self.transcript).clone()
+    }
+
+    /// The frames from `start` on.
+    pub fn frames_since(&self, start: usize) -> Vec<Frame> {
+        lock(&self.transcript)[start..].to_vec()
+    }
+
+    pub fn len(&self) -> usize {
+        lock(&self.transcript).len()
+    }
+
+    /// Malformed output seen so far.
+    pub fn problems(&self) -> Vec<String> {
+        lock(&self.problems).clone()
+    }
+
+    /// `Err` describing the malformed output the agent wrote, if any.
+    pub fn check(&self) -> Result<()> {
+        let problems = lock(&self.problems);
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(Error::msg(format!(
+            "the agent wrote malformed output:\n  {}{}",
+            problems.join("\n  "),
+            self.stderr_tail()
+        )))
+    }
+
+    /// The end of the agent's stderr, for failure messages (empty in process).
+    pub fn stderr_tail(&self) -> String {
+        let err = lock(&self.stderr);
+        if err.trim().is_empty() {
+            return String::new();
+        }
+        let tail: Vec<&str> = err.lines().rev().take(20).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        format!("\n--- agent stderr (end) ---\n{}", tail.join("\n"))
+    }
+
+    /// Queues a frame for the agent; `false` once the client's side is closed.
+    pub fn send(&self, frame: Outgoing) -> bool {
+        match &*lock(&self.out) {
+            Some(out) => out.send(frame).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Closes the agent's input (its stdin sees end of file once everything queued is written).
+    pub fn close_input(&self) {
+        lock(&self.out).take();
+    }
+
+    pub fn cancel_when(
+        &self,
+        session: SessionId,
+        when: Box<dyn Fn(&SessionUpdate) -> bool + Send>,
+    ) {
+        lock(&self.cancel_on).push((session, when));
+    }
+
+    /// Runs `fut` under the client's deadline; `what` names what was awaited.
+    pub async fn within<T>(&self, what: &str, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        match tokio::time::timeout(self.deadline, fut).await {
+            Ok(result) => result,
+            Err(_) => Err(Error::msg(format!(
+                "the test client waited {:?} for {what}: the agent hung or never answered{}",
+                self.deadline,
+                self.stderr_tail()
+            ))),
+        }
+    }
+
+    /// Sends a request and waits (under the deadline) for its answer and the answer's index in
+    /// the transcript. The answer is the `result`, or the `error` as [`Error::Rpc`].
+    pub async fn request(&self, method: &str, params: Value) -> Result<(Result<Value>, usize)> {
+        self.check()?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id, tx);
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if !self.send(Outgoing::json(frame)) {
+            lock(&self.pending).remove(&id);
+            return Err(Error::ConnectionClosed);
+        }
+        let what = format!("the answer to `{method}`");
+        let (mut message, index) = self
+            .within(&what, async {
+                rx.await.map_err(|_| {
+                    Error::msg(format!(
+                        "the agent's output ended before {what}{}",
+                        self.stderr_tail()
+                    ))
+                })
+            })
+            .await?;
+        self.check()?;
+        let answer = match message.get_mut("error") {
+            Some(error) => {
+                let error: crate::schema::Error = serde_json::from_value(error.take())
+                    .map_err(|e| Error::msg(format!("malformed error answer: {e}")))?;
+                Err(Error::Rpc {
+                    code: error.code.into(),
+                    message: error.message,
+                    data: error.data,
+                })
+            }
+            None => Ok(message
+                .get_mut("result")
+                .map(Value::take)
+                .unwrap_or(Value::Null)),
+        };
+        Ok((answer, index))
+    }
+
+    /// Waits (under the deadline) until a recorded frame satisfies `pred`; returns it.
+    pub async fn wait_for(&self, what: &str, pred: impl Fn(&Frame) -> bool) -> Result<Frame> {
+        let search = async {
+            let mut from = 0;
+            loop {
+                let notified = self.changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                {
+                    let t = lock(&self.transcript);
+                    if let Some(f) = t[from..].iter().find(|f| pred(f)) {
+                        return Ok(f.clone());
+                    }
+                    from = t.len();
+                }
+                self.check()?;
+                if self.ended.load(Ordering::Acquire) {
+                    return Err(Error::msg(format!(
+                        "the agent's output ended before {what}{}",
+                        self.stderr_tail()
+                    )));
+                }
+                notified.await;
+            }
+        };
+        self.within(what, search).await
+    }
+
+    /// Waits (under the deadline) until the agent's output ends.
+    pub async fn wait_ended(&self) -> Result<()> {
+        self.within("the end of the agent's output", async {
+            loop {
+                let notified = self.changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if self.ended.load(Ordering::Acquire) {
+                    return Ok(());
+                }
+                notified.await;
+            }
+        })
+        .await
+    }
+}
+
+async fn write_loop(
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    mut w: impl AsyncWrite + Unpin,
+    wire: std::sync::Weak<Wire>,
+) {
+    while let Some(frame) = rx.recv().await {
+        let Some(shared) = wire.upgrade() else { break };
+        shared.record(Direction::ToAgent, frame.message);
+        drop(shared);
+        if w.write_all(&frame.bytes).await.is_err() || w.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = w.shutdown().await;
+}
+
+async fn read_loop(r: impl AsyncRead + Unpin, wire: Arc<Wire>) {
+    let mut reader = BufReader::new(r);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                wire.problem(format!("reading the agent's output failed: {e}"));
+                break;
+            }
+        }
+        let terminated = buf.ends_with(b"\n");
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        if !terminated {
+            wire.problem(format!(
+                "the agent's output ended in the middle of a line: {:?}",
+                String::from_utf8_lossy(line)
+            ));
+        }
+        received(&wire, line).await;
+    }
+    wire.ended.store(true, Ordering::Release);
+    // Nobody will answer now: fail everyone still waiting.
+    lock(&wire.pending).clear();
+    wire.changed.notify_waiters();
+}
+
+/// Records and handles one line of the agent's output.
+async fn received(wire: &Arc<Wire>, line: &[u8]) {
+    let message = match serde_json::from_slice::<Value>(line) {
+        Ok(message) => message,
+        Err(e) => {
+            let text = String::from_utf8_lossy(line).into_owned();
+            wire.problem(format!("not JSON ({e}): {text:?}"));
+            wire.record(Direction::FromAgent, Value::String(text));
+            return;
+        }
+    };
+    if let Some(problem) = malformed(&message) {
+        wire.problem(format!("{problem}: {message}"));
+    }
+    let index = wire.record(Direction::FromAgent, message.clone());
+    let method = message.get("method").and_then(Value::as_str);
+    match (method, message.get("id")) {
+        (Some("session/update"), None) => {
+            match serde_json::from_value::<crate::schema::SessionNotification>(
+                message.get("params").cloned().unwrap_or(Value::Null),
+            ) {
+                Ok(n) => fire_cancels(wire, &n.session_id, &n.update),
+                Err(e) => wire.problem(format!(
+                    "a session/update that does not match the schema ({e}): {message}"
+                )),
+            }
+        }
+        (Some(method), Some(id)) => {
+            let method = method.to_owned();
+            let id = id.clone();
+            let params = message.get("params").cloned().unwrap_or(Value::Null);
+            let wire = wire.clone();
+            tokio::spawn(async move {
+                if let Some(answer) = wire.editor.answer(&method, params).await {
+                    let frame = match answer {
+                        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                        Err((code, message)) => {
+                            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+                        }
+                    };
+                    wire.send(Outgoing::json(frame));
+                }
+            });
+        }
+        (None, Some(Value::Number(id))) => {
+            if let Some(id) = id.as_i64()
+                && let Some(tx) = lock(&wire.pending).remove(&id)
+            {
+                let _ = tx.send((message, index));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What is wrong with a frame the agent wrote, if anything.
+fn malformed(message: &Value) -> Option<&'static str> {
+    let Some(obj) = message.as_object() else {
+        return Some("not a JSON object");
+    };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some("`jsonrpc` is not \"2.0\"");
+    }
+    match obj.get("method") {
+        Some(Value::String(_)) => None,
+        Some(_) => Some("`method` is not a string"),
+        None => match (obj.get("id"), obj.get("result"), obj.get("error")) {
+            (None, _, _) => Some("neither a method nor an id"),
+            (Some(_), Some(_), Some(_)) => Some("a response with both `result` and `error`"),
+            (Some(_), None, None) => Some("a response with neither `result` nor `error`"),
+            (Some(_), None, Some(e)) if !e.is_object() => Some("`error` is not an object"),
+            _ => None,
+        },
+    }
+}
+
+fn fire_cancels(wire: &Wire, session: &SessionId, update: &SessionUpdate) {
+    let fire = {
+        let mut triggers = lock(&wire.cancel_on);
+        let before = triggers.len();
+        triggers.retain(|(id, pred)| !(id == session && pred(update)));
+        triggers.len() != before
+    };
+    if fire {
+        wire.send(Outgoing::json(json!({
+            "jsonrpc": "2.0",
+            "method": "session/cancel",
+            "params": {"sessionId": session},
+        })));
+    }
+}
