@@ -6,14 +6,21 @@
 //! this agent alone with `cargo build --release --example bench`.
 //!
 //! What it does with the prompt text:
-//! - `stream <n>`: sends n `agent_message_chunk` updates of ~40 bytes each, then `end_turn`;
+//! - `stream <n>`: sends n `agent_message_chunk` updates, then `end_turn`; chunk i says
+//!   `{i:08} of the streamed answer.\n` (33 bytes, e.g. `00000042 of the streamed answer.`
+//!   and a newline), which the bench checks, in order;
 //! - `permission <n>`: starts one tool call and asks n sequential
 //!   `session/request_permission` questions about it, then `end_turn`;
 //! - `sleep`: sends one chunk (`sleeping`), waits until the turn is cancelled, then answers
-//!   `cancelled`.
+//!   `cancelled`;
+//! - anything else, or a count that is not a number: a short message saying what it
+//!   understands, then `end_turn`.
 
 use acp::schema::{PermissionOption, PermissionOptionKind};
 use acp::{Agent, Prompt, Session, StopReason, ToolKind};
+
+const USAGE: &str = "This agent runs bench workloads: `stream N` (N message chunks), \
+                     `permission N` (N permission questions) or `sleep` (until cancelled).";
 
 struct Bench;
 
@@ -26,32 +33,33 @@ impl Agent for Bench {
         let text = prompt.text();
         let text = text.trim();
         let (command, rest) = text.split_once(' ').unwrap_or((text, ""));
-        match command {
-            "stream" => stream(cx, count(command, rest)?).await,
-            "permission" => permission(cx, count(command, rest)?).await,
-            "sleep" => {
+        let count = rest.trim().parse::<usize>();
+        match (command, count) {
+            ("stream", Ok(n)) => stream(cx, n).await,
+            ("permission", Ok(n)) => permission(cx, n).await,
+            ("stream" | "permission", Err(_)) => {
+                let why =
+                    format!("`{text}`: the count must be a whole number, like `{command} 100`.");
+                cx.message(why).await?;
+                Ok(StopReason::EndTurn)
+            }
+            ("sleep", _) => {
                 // Tells the driver the turn is running, so its cancel cannot overtake it.
                 cx.message("sleeping").await?;
                 cx.cancelled().await;
                 Ok(StopReason::Cancelled)
             }
-            _ => Err(acp::Error::InvalidParams(format!(
-                "unknown bench command {command:?}; use `stream N`, `permission N` or `sleep`"
-            ))),
+            _ => {
+                cx.message(USAGE).await?;
+                Ok(StopReason::EndTurn)
+            }
         }
     }
 }
 
-fn count(command: &str, rest: &str) -> acp::Result<usize> {
-    rest.trim()
-        .parse()
-        .map_err(|_| acp::Error::InvalidParams(format!("`{command}` needs a count, got {rest:?}")))
-}
-
 async fn stream(cx: &Session, n: usize) -> acp::Result<StopReason> {
     for i in 0..n {
-        // ~40 bytes of text per chunk.
-        cx.message(format!("chunk {i:08} of the streamed answer.\n"))
+        cx.message(format!("{i:08} of the streamed answer.\n"))
             .await?;
     }
     Ok(StopReason::EndTurn)

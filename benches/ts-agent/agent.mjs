@@ -2,7 +2,9 @@
 // driven by benches/throughput.rs for comparison. Run by hand: `node benches/ts-agent/agent.mjs`
 // after `npm ci` in benches/ts-agent.
 //
-// Prompts: `stream N` sends N agent_message_chunk updates of ~40 bytes, then end_turn;
+// Prompts: `stream N` sends N agent_message_chunk updates, then end_turn; chunk i's text is
+// i as 8 digits and ` of the streamed answer.\n` (`00000042 of the streamed answer.\n`,
+// 33 bytes, as in examples/bench.rs; the bench checks every text, in order);
 // `permission N` makes N sequential session/request_permission requests, then end_turn;
 // `sleep` sends one chunk (`sleeping`), waits until session/cancel, then answers cancelled.
 import { Readable, Writable } from "node:stream";
@@ -15,8 +17,8 @@ let nextSession = 0;
 let nextCall = 0;
 
 function chunkText(i) {
-  // ~40 bytes, like the Rust agent's chunks.
-  return `chunk ${String(i).padStart(8, "0")} of the streamed answer.\n`;
+  // The 0-based index as 8 digits, then the same text as the Rust agents.
+  return `${String(i).padStart(8, "0")} of the streamed answer.\n`;
 }
 
 const app = acp

@@ -2,7 +2,8 @@
 //! official Rust SDK, `agent-client-protocol` 5.0.0, for benches/throughput.rs.
 //!
 //! Build: `cargo build --release --manifest-path benches/rust-sdk-agent/Cargo.toml`.
-//! Prompts: `stream N`, `permission N`, `sleep` (as in examples/bench.rs).
+//! Prompts: `stream N`, `permission N`, `sleep` (as in examples/bench.rs); chunk i of
+//! `stream N` says `{i:08} of the streamed answer.\n` (33 bytes), which the bench checks.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -99,7 +100,7 @@ async fn run(
         "stream" => {
             for i in 0..n {
                 let chunk = ContentChunk::new(ContentBlock::from(format!(
-                    "chunk {i:08} of the streamed answer.\n"
+                    "{i:08} of the streamed answer.\n"
                 )));
                 cx.send_notification(SessionNotification::new(
                     session.clone(),
