@@ -10,8 +10,9 @@ use crate::schema::{
     self, AgentCapabilities, AuthMethod, AuthMethodId, AvailableCommand, ContentBlock,
     Implementation, SessionConfigOption, SessionModeId, SessionModeState, StopReason,
 };
-use crate::tools::{ToolDef, ToolOutput};
-use crate::{Error, Result, Session};
+use crate::session::Session;
+use crate::tools::{ToolDef, ToolHost, ToolOutput};
+use crate::{Error, Result};
 
 /// An ACP agent: one value serves every session of a connection.
 ///
@@ -242,18 +243,8 @@ impl From<&str> for Prompt {
     }
 }
 
-/// The object-safe part of [`Agent`] that [`Session`] handles reach at run time.
-pub(crate) trait DynAgent: Send + Sync {
-    fn tools(&self) -> Vec<ToolDef>;
-    fn call_tool<'a>(
-        &'a self,
-        cx: &'a Session,
-        name: &'a str,
-        args: serde_json::Value,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<ToolOutput>> + Send + 'a>>;
-}
-
-impl<A: Agent> DynAgent for A {
+/// The agent's tools, as its sessions reach them at run time.
+impl<A: Agent> ToolHost for A {
     fn tools(&self) -> Vec<ToolDef> {
         Agent::tools(self)
     }

@@ -64,6 +64,11 @@ pub enum Error {
     /// An I/O error on the transport.
     #[error("transport I/O error: {0}")]
     Io(#[from] std::io::Error),
+    /// JSON that could not be read or written in the agent's own code (`?` on a
+    /// `serde_json` call). Answered as `-32603 Internal error`: it is the agent's fault, not
+    /// the client's params (those are answered `-32602` by the runtime before the agent runs).
+    #[error("JSON error: {0}")]
+    Json(#[from] serde_json::Error),
     /// Anything else, with a message for the client and the logs.
     #[error("{0}")]
     Other(Cow<'static, str>),
@@ -92,18 +97,12 @@ impl Error {
         )
     }
 
-    /// Whether this error means "the file or resource does not exist".
-    ///
-    /// Clients report a missing file differently (`-32002 Resource not found`, or an internal
-    /// error whose message says `ENOENT` / "not found"); this recognises all of them.
+    /// Whether this error means "the file or resource does not exist": the client answered
+    /// `-32002 Resource not found` (as the spec says it should for a missing file), or an I/O
+    /// error of kind `NotFound`. Decided by code and kind only, never by the message text.
     pub fn is_not_found(&self) -> bool {
         match self {
-            Error::Rpc { code, message, .. } => {
-                *code == i32::from(schema::ErrorCode::ResourceNotFound) || {
-                    let m = message.to_ascii_lowercase();
-                    m.contains("enoent") || m.contains("not found") || m.contains("no such file")
-                }
-            }
+            Error::Rpc { code, .. } => *code == i32::from(schema::ErrorCode::ResourceNotFound),
             Error::Io(e) => e.kind() == std::io::ErrorKind::NotFound,
             _ => false,
         }
@@ -153,12 +152,6 @@ impl Error {
     }
 }
 
-impl From<serde_json::Error> for Error {
-    fn from(e: serde_json::Error) -> Self {
-        Error::InvalidParams(e.to_string())
-    }
-}
-
 impl From<String> for Error {
     fn from(message: String) -> Self {
         Error::Other(Cow::Owned(message))
@@ -168,5 +161,26 @@ impl From<String> for Error {
 impl From<&'static str> for Error {
     fn from(message: &'static str) -> Self {
         Error::Other(Cow::Borrowed(message))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_is_decided_by_code_and_kind_not_by_message() {
+        assert!(Error::rpc(-32002, "whatever the client says").is_not_found());
+        assert!(Error::Io(std::io::ErrorKind::NotFound.into()).is_not_found());
+        // A message that merely mentions it is not enough.
+        assert!(!Error::rpc(-32603, "ENOENT: not found, no such file").is_not_found());
+        assert!(!Error::msg("file not found").is_not_found());
+    }
+
+    #[test]
+    fn an_authors_json_error_is_an_internal_error_not_invalid_params() {
+        let e: Error = serde_json::from_str::<u32>("nope").unwrap_err().into();
+        assert_eq!(i32::from(e.to_rpc().code), -32603);
+        assert!(matches!(e, Error::Json(_)));
     }
 }

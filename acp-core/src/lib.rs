@@ -9,35 +9,55 @@
 //! - [`ToolCallGuard`]: the low-level tool-call lifecycle; [`ToolDef`] / [`ToolOutput`]: tools
 //!   by name;
 //! - [`Error`]: the one error type;
-//! - [`testing`]: an in-process client for tests.
+//! - [`testing`]: a scripted client for tests, in process or over a child's pipes.
 //!
-//! Internally: `rpc` holds JSON-RPC framing (classifying lines, encoding frames), `connection`
-//! the reader, the writer and routing, `session`/`terminal`/`tool`/`tools` what their names
-//! say.
+//! Inside, one module per concern, each using only the ones listed before it (no cycles):
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | `error` | [`Error`], [`Result`] and their JSON-RPC error codes |
+//! | `jsonrpc` | classifying incoming lines, encoding frames, our requests awaiting answers |
+//! | `transport` | newline framing with its limits; the process's stdio |
+//! | `protocol` | ACP method names (from the schema crate); every v1 frame the runtime sends |
+//! | `peer` | the output queue and writer task, the reader loop, requests to the client |
+//! | `turn` | one prompt turn: cancellation, grace, the end-of-turn sweep and answer |
+//! | `session` | [`Session`], fs, terminals, tool-call guards, per-session state, the registry |
+//! | `tools` | tool definitions and output, the tool-call lifecycle, calls by name, schemas |
+//! | `agent` | the [`Agent`] trait, [`Prompt`], [`SessionSetup`] |
+//! | `router` | the method table: method → capability gate → inline or spawned → handler |
+//! | `serve` | wiring it all together; shutdown |
+//! | `testing` | the scripted client (feature `testing`) |
+//! | `__private` | the ABI of the macros' expansion |
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 #![warn(missing_debug_implementations)]
 
+#[doc(hidden)]
+pub mod __private;
 mod agent;
-mod connection;
 mod error;
-mod rpc;
+mod jsonrpc;
+mod peer;
+mod protocol;
+mod router;
+mod serve;
 mod session;
-mod terminal;
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
-mod tool;
 mod tools;
+mod transport;
+mod turn;
 
 pub use agent::{Agent, Prompt, SessionSetup};
-pub use connection::{serve, serve_stdio};
 pub use error::{Error, Result};
-pub use session::{Fs, Session};
-pub use terminal::{Terminal, Terminals};
-pub use tool::{ToolCallBuilder, ToolCallGuard, in_tool_call};
-#[doc(hidden)]
-pub use tools::expand as __tools;
+pub use serve::{serve, serve_stdio};
+pub use session::{Fs, Session, Terminal, Terminals, ToolCallBuilder, ToolCallGuard, in_tool_call};
 pub use tools::{IntoToolOutput, Json, ToolDef, ToolLocations, ToolOutput};
+
+/// The previous name of [`__private`], kept for the `acp` facade's expansion ABI.
+#[doc(hidden)]
+pub use __private as __tools;
 
 /// The ACP wire types, from the official `agent-client-protocol-schema` crate (protocol v1).
 pub mod schema {

@@ -855,3 +855,45 @@ async fn a_producer_faster_than_a_stalled_client_waits_instead_of_buffering() {
         assert_eq!(*t, format!("{i:08} of the flood"));
     }
 }
+
+/// Counts its drops; keeps a session handle when asked, as an author might.
+struct Dropped {
+    drops: Arc<std::sync::atomic::AtomicUsize>,
+    kept: Mutex<Option<Session>>,
+}
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Agent for Dropped {
+    async fn prompt(&self, cx: &Session, _prompt: Prompt) -> Result<StopReason> {
+        *self.kept.lock().unwrap() = Some(cx.clone());
+        cx.message("kept").await?;
+        Ok(StopReason::EndTurn)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn when_serve_returns_the_agent_and_its_sessions_are_dropped() {
+    let drops = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let agent = Dropped {
+        drops: drops.clone(),
+        kept: Mutex::new(None),
+    };
+    let c = TestClient::builder().connect(agent).await.unwrap();
+    for _ in 0..3 {
+        let s = c.new_session().await.unwrap();
+        // The agent keeps a handle of the session: agent → session → connection → agent.
+        assert_eq!(s.prompt("keep").await.unwrap().text(), "kept");
+    }
+    assert_eq!(drops.load(std::sync::atomic::Ordering::SeqCst), 0);
+    c.close().await.unwrap();
+    assert_eq!(
+        drops.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "the agent outlived `serve`"
+    );
+}

@@ -1,10 +1,8 @@
-//! JSON-RPC 2.0 framing: classifying incoming lines and encoding outgoing frames.
-//!
-//! One line is one message. Incoming lines are parsed without copying their params
-//! ([`RawValue`]), so routing costs one pass over the bytes; outgoing frames are serialized once
-//! into a byte buffer that the writer coalesces with its neighbours.
+//! Classifying incoming lines: one line is one message, parsed without copying its params
+//! ([`RawValue`]), so routing costs one pass over the bytes. A line that is not a message gets
+//! the error the JSON-RPC spec names, and the id to answer it with when that id could be read.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
 use crate::schema::{self, ErrorCode, RequestId};
@@ -181,82 +179,6 @@ pub(crate) fn params<T: serde::de::DeserializeOwned>(
     })
 }
 
-const VERSION: &str = "2.0";
-
-#[derive(Serialize)]
-struct OutRequest<'a, P> {
-    jsonrpc: &'static str,
-    id: i64,
-    method: &'a str,
-    params: &'a P,
-}
-
-#[derive(Serialize)]
-struct OutNotification<'a, P> {
-    jsonrpc: &'static str,
-    method: &'a str,
-    params: &'a P,
-}
-
-#[derive(Serialize)]
-struct OutResult<'a, R> {
-    jsonrpc: &'static str,
-    id: &'a RequestId,
-    result: &'a R,
-}
-
-#[derive(Serialize)]
-struct OutError<'a> {
-    jsonrpc: &'static str,
-    id: &'a RequestId,
-    error: &'a schema::Error,
-}
-
-fn encode(value: &impl Serialize) -> Vec<u8> {
-    let mut buf = Vec::with_capacity(192);
-    // Serializing our own schema types into a Vec cannot fail: they have string keys only
-    // and no fallible `Serialize` impls. Keep a defensive fallback regardless.
-    if serde_json::to_writer(&mut buf, value).is_err() {
-        buf.clear();
-        buf.extend_from_slice(br#"{"jsonrpc":"2.0","method":"_acp/encode_error"}"#);
-    }
-    buf.push(b'\n');
-    buf
-}
-
-pub(crate) fn encode_request(id: i64, method: &str, params: &impl Serialize) -> Vec<u8> {
-    encode(&OutRequest {
-        jsonrpc: VERSION,
-        id,
-        method,
-        params,
-    })
-}
-
-pub(crate) fn encode_notification(method: &str, params: &impl Serialize) -> Vec<u8> {
-    encode(&OutNotification {
-        jsonrpc: VERSION,
-        method,
-        params,
-    })
-}
-
-pub(crate) fn encode_result(id: &RequestId, result: &impl Serialize) -> Vec<u8> {
-    encode(&OutResult {
-        jsonrpc: VERSION,
-        id,
-        result,
-    })
-}
-
-pub(crate) fn encode_error(id: &RequestId, error: &schema::Error) -> Vec<u8> {
-    encode(&OutError {
-        jsonrpc: VERSION,
-        id,
-        error,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,12 +319,5 @@ mod tests {
                 ),
             }
         }
-    }
-
-    #[test]
-    fn frames_are_single_lines() {
-        let frame = encode_notification("session/update", &serde_json::json!({"text": "a\nb"}));
-        assert_eq!(frame.iter().filter(|b| **b == b'\n').count(), 1);
-        assert!(frame.ends_with(b"\n"));
     }
 }

@@ -6,13 +6,14 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::connection::{Frame, Turn};
-use crate::rpc;
+use super::Session;
+use crate::Result;
+use crate::peer::Frame;
+use crate::protocol::v1;
 use crate::schema::{
     self, PermissionOption, PermissionOptionId, SessionUpdate, ToolCallContent, ToolCallId,
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use crate::{Result, Session};
 
 tokio::task_local! {
     /// The tool call whose body is running on this task, and its session.
@@ -110,10 +111,7 @@ impl ToolCallBuilder<'_> {
         let call = self.call.status(ToolCallStatus::Pending);
         self.cx.update(SessionUpdate::ToolCall(call)).await?;
         if let Some(turn) = &self.cx.turn {
-            turn.open_tool_calls
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(id.clone());
+            turn.opened(&id);
         }
         Ok(ToolCallGuard {
             cx: self.cx.clone(),
@@ -182,7 +180,7 @@ impl ToolCallGuard {
 
     /// Marks the call `failed`, showing `message` as its content.
     pub async fn fail(mut self, message: impl std::fmt::Display) -> Result<()> {
-        let fields = failed_fields(&message.to_string());
+        let fields = v1::failed_fields(&message.to_string());
         self.finish(fields).await
     }
 
@@ -194,29 +192,9 @@ impl ToolCallGuard {
 
     fn forget(&self) {
         if let Some(turn) = &self.cx.turn {
-            turn.open_tool_calls
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .retain(|id| *id != self.id);
+            turn.finished(&self.id);
         }
     }
-}
-
-fn failed_fields(message: &str) -> ToolCallUpdateFields {
-    ToolCallUpdateFields::new()
-        .status(ToolCallStatus::Failed)
-        .content(vec![message.into()])
-}
-
-fn failed_frame(cx: &Session, id: &ToolCallId, message: &str) -> Frame {
-    let update = schema::SessionNotification::new(
-        cx.id().clone(),
-        SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id.clone(), failed_fields(message))),
-    );
-    Frame::new(
-        rpc::encode_notification("session/update", &update),
-        cx.turn.clone(),
-    )
 }
 
 impl Drop for ToolCallGuard {
@@ -224,11 +202,7 @@ impl Drop for ToolCallGuard {
         if self.finished {
             return;
         }
-        let closing = self
-            .cx
-            .turn
-            .as_ref()
-            .is_some_and(|t| t.closing.load(Ordering::Acquire));
+        let closing = self.cx.turn.as_ref().is_some_and(|t| t.is_closing());
         if closing {
             return;
         }
@@ -238,31 +212,11 @@ impl Drop for ToolCallGuard {
             "the tool call was abandoned before it finished"
         };
         // If the queue is full, the end-of-turn sweep reports it instead.
-        if self
-            .cx
-            .state
-            .conn
-            .try_send(failed_frame(&self.cx, &self.id, message))
-        {
+        if self.cx.state.conn.peer.try_send(Frame::new(
+            v1::tool_call_failed(self.cx.id(), &self.id, message),
+            self.cx.turn.as_ref().map(|t| t.sequence.clone()),
+        )) {
             self.forget();
         }
-    }
-}
-
-/// Fails every tool call of `turn` still open; runs before the turn is answered.
-pub(crate) async fn fail_open_tool_calls(cx: &Session, turn: &Turn) {
-    let open = std::mem::take(
-        &mut *turn
-            .open_tool_calls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()),
-    );
-    let message = if turn.cancel.is_cancelled() {
-        "cancelled"
-    } else {
-        "the turn ended before this tool call finished"
-    };
-    for id in open {
-        let _ = cx.state.conn.send(failed_frame(cx, &id, message)).await;
     }
 }

@@ -1,23 +1,32 @@
-//! [`Session`]: the handle an agent uses to talk to the client within one session.
-//!
-//! It sends updates (message and thought chunks, plans, tool calls), calls the client's
-//! file system and terminal methods where the client allows them, asks for permission, and
-//! tells whether the current turn was cancelled.
+//! Sessions: the [`Session`] handle an agent talks to the client through (updates, the
+//! client's file system and terminals, permission, cancellation, per-session state, tool
+//! calls), what the runtime keeps per session and per connection, and the registry of a
+//! connection's sessions.
 
-use std::path::{Path, PathBuf};
+mod fs;
+pub(crate) mod registry;
+pub(crate) mod state;
+mod terminal;
+mod tool_call;
+
+use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 
-use crate::connection::{Frame, SessionState, Turn};
-use crate::rpc;
+pub use fs::Fs;
+pub(crate) use state::{Connection, SessionState};
+pub use terminal::{Terminal, Terminals};
+pub use tool_call::{ToolCallBuilder, ToolCallGuard, in_tool_call};
+
+use crate::peer::Frame;
+use crate::protocol::{methods, v1};
 use crate::schema::{
     self, ClientCapabilities, ContentBlock, ContentChunk, McpServer, PermissionOption,
     PermissionOptionId, Plan, PlanEntry, RequestPermissionOutcome, SessionId, SessionUpdate,
     ToolCallUpdate,
 };
-use crate::terminal::Terminals;
+use crate::turn::Turn;
 use crate::{Error, Result};
 
 /// The handle an agent receives for one session: cheap to clone, `Send + Sync`.
@@ -73,6 +82,11 @@ impl Session {
     /// What the client said it supports in `initialize`.
     pub fn client_capabilities(&self) -> &ClientCapabilities {
         self.state.conn.client_capabilities()
+    }
+
+    /// The shared state of this session's connection.
+    pub(crate) fn connection(&self) -> &Arc<Connection> {
+        &self.state.conn
     }
 
     /// Whether this handle belongs to a prompt turn that has been cancelled (or whose
@@ -145,15 +159,13 @@ impl Session {
 
     pub(crate) async fn notify(&self, params: &impl Serialize) -> Result<()> {
         if let Some(turn) = &self.turn
-            && turn.closing.load(Ordering::Acquire)
+            && turn.is_closing()
         {
             return Err(Error::TurnEnded);
         }
-        let bytes = rpc::encode_notification("session/update", params);
-        self.state
-            .conn
-            .send(Frame::new(bytes, self.turn.clone()))
-            .await
+        let bytes = v1::update(params)?;
+        let sequence = self.turn.as_ref().map(|t| t.sequence.clone());
+        self.state.conn.peer.send(Frame::new(bytes, sequence)).await
     }
 
     /// Sends a request to the client in this session's context; fails with
@@ -165,7 +177,7 @@ impl Session {
     ) -> Result<T> {
         self.check_cancelled()?;
         let cancel = self.turn.as_ref().map(|t| &t.cancel);
-        self.state.conn.request(method, params, cancel).await
+        self.state.conn.peer.request(method, params, cancel).await
     }
 
     /// Asks the user to choose one of `options` about `tool_call`
@@ -182,16 +194,11 @@ impl Session {
         let params =
             schema::RequestPermissionRequest::new(self.state.id.clone(), tool_call, options);
         let answer: schema::RequestPermissionResponse =
-            self.request("session/request_permission", &params).await?;
+            self.request(methods::REQUEST_PERMISSION, &params).await?;
         match answer.outcome {
             RequestPermissionOutcome::Selected(selected) => Ok(selected.option_id),
             _ => Err(Error::Cancelled),
         }
-    }
-
-    /// The client's file system (`fs/read_text_file`, `fs/write_text_file`).
-    pub fn fs(&self) -> Fs<'_> {
-        Fs { cx: self }
     }
 
     /// The client's terminals (`terminal/*`).
@@ -216,33 +223,7 @@ impl Session {
     /// # }
     /// ```
     pub fn state<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
-        let mut values = self.state.values.lock().unwrap_or_else(|e| e.into_inner());
-        let value = values
-            .entry(std::any::TypeId::of::<T>())
-            .or_insert_with(|| Arc::new(T::default()));
-        // The entry for `TypeId::of::<T>()` only ever holds a `T`.
-        match value.clone().downcast::<T>() {
-            Ok(v) => v,
-            Err(_) => unreachable!("session state is keyed by type"),
-        }
-    }
-
-    /// Runs one of the agent's `#[acp::tool]` methods by name with JSON arguments, through
-    /// the same lifecycle as a typed call (tool call shown, permission asked if the tool's
-    /// policy says so, status updates). Bad arguments fail with [`Error::InvalidParams`]
-    /// describing what is wrong, ready to hand back to a model.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        args: serde_json::Value,
-    ) -> Result<crate::tools::ToolOutput> {
-        let agent = self.state.conn.agent.clone();
-        agent.call_tool(self, name, args).await
-    }
-
-    /// The agent's tool definitions (see [`Agent::tools`](crate::Agent::tools)).
-    pub fn tools(&self) -> Vec<crate::tools::ToolDef> {
-        self.state.conn.agent.tools()
+        self.state.values.get_or_insert_with(T::default)
     }
 
     /// Remembers an "always" answer for a permission key in this session.
@@ -262,71 +243,5 @@ impl Session {
             .unwrap_or_else(|e| e.into_inner())
             .get(key)
             .copied()
-    }
-}
-
-/// The client's file system, as seen through the editor (including unsaved buffers).
-///
-/// Each method fails with [`Error::Unsupported`], without sending anything, when the client
-/// did not advertise the matching `fs` capability.
-#[derive(Debug, Clone, Copy)]
-pub struct Fs<'a> {
-    cx: &'a Session,
-}
-
-impl Fs<'_> {
-    /// Whether the client can read files (`fs.readTextFile`).
-    pub fn can_read(&self) -> bool {
-        self.cx.client_capabilities().fs.read_text_file
-    }
-
-    /// Whether the client can write files (`fs.writeTextFile`).
-    pub fn can_write(&self) -> bool {
-        self.cx.client_capabilities().fs.write_text_file
-    }
-
-    /// Reads a whole text file. Paths are resolved against the session's cwd.
-    pub async fn read_text_file(&self, path: impl AsRef<Path>) -> Result<String> {
-        self.read_lines(path, None, None).await
-    }
-
-    /// Reads `limit` lines starting at the 1-based `line` (either may be `None`).
-    pub async fn read_lines(
-        &self,
-        path: impl AsRef<Path>,
-        line: Option<u32>,
-        limit: Option<u32>,
-    ) -> Result<String> {
-        if !self.can_read() {
-            return Err(Error::Unsupported("fs.readTextFile"));
-        }
-        let params = schema::ReadTextFileRequest::new(self.cx.id().clone(), self.absolute(path))
-            .line(line)
-            .limit(limit);
-        let answer: schema::ReadTextFileResponse =
-            self.cx.request("fs/read_text_file", &params).await?;
-        Ok(answer.content)
-    }
-
-    /// Writes a whole text file, creating it if needed. Paths are resolved against the cwd.
-    pub async fn write_text_file(
-        &self,
-        path: impl AsRef<Path>,
-        content: impl Into<String>,
-    ) -> Result<()> {
-        if !self.can_write() {
-            return Err(Error::Unsupported("fs.writeTextFile"));
-        }
-        let params = schema::WriteTextFileRequest::new(
-            self.cx.id().clone(),
-            self.absolute(path),
-            content.into(),
-        );
-        let _: serde::de::IgnoredAny = self.cx.request("fs/write_text_file", &params).await?;
-        Ok(())
-    }
-
-    fn absolute(&self, path: impl AsRef<Path>) -> PathBuf {
-        self.cx.cwd().join(path)
     }
 }

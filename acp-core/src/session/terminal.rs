@@ -1,7 +1,9 @@
 //! The client's terminals: run a command in the editor and embed its output in a tool call.
 
+use super::Session;
+use crate::protocol::methods;
 use crate::schema::{self, TerminalExitStatus, TerminalId, ToolCallContent};
-use crate::{Error, Result, Session};
+use crate::{Error, Result};
 
 /// Entry point to the client's terminals; see [`Session::terminal`].
 ///
@@ -60,8 +62,10 @@ impl<'a> Terminals<'a> {
         }
         let req = schema::CreateTerminalRequest::new(self.cx.id().clone(), command)
             .cwd(self.cx.cwd().to_path_buf());
-        let answer: schema::CreateTerminalResponse =
-            self.cx.request("terminal/create", &configure(req)).await?;
+        let answer: schema::CreateTerminalResponse = self
+            .cx
+            .request(methods::TERMINAL_CREATE, &configure(req))
+            .await?;
         let terminal = Terminal {
             cx: self.cx.clone(),
             id: answer.terminal_id,
@@ -97,15 +101,17 @@ impl Terminal {
     /// The output so far, and the exit status if the command has exited.
     pub async fn output(&self) -> Result<schema::TerminalOutputResponse> {
         let req = schema::TerminalOutputRequest::new(self.cx.id().clone(), self.id.clone());
-        self.cx.request("terminal/output", &req).await
+        self.cx.request(methods::TERMINAL_OUTPUT, &req).await
     }
 
     /// Waits for the command to exit. Fails with [`Error::Cancelled`] if the turn is
     /// cancelled first (the command keeps running until killed or released).
     pub async fn wait_for_exit(&self) -> Result<TerminalExitStatus> {
         let req = schema::WaitForTerminalExitRequest::new(self.cx.id().clone(), self.id.clone());
-        let answer: schema::WaitForTerminalExitResponse =
-            self.cx.request("terminal/wait_for_exit", &req).await?;
+        let answer: schema::WaitForTerminalExitResponse = self
+            .cx
+            .request(methods::TERMINAL_WAIT_FOR_EXIT, &req)
+            .await?;
         Ok(answer.exit_status)
     }
 
@@ -117,7 +123,8 @@ impl Terminal {
             .cx
             .state
             .conn
-            .request("terminal/kill", &req, None)
+            .peer
+            .request(methods::TERMINAL_KILL, &req, None)
             .await?;
         Ok(())
     }
@@ -130,7 +137,8 @@ impl Terminal {
             .cx
             .state
             .conn
-            .request("terminal/release", &req, None)
+            .peer
+            .request(methods::TERMINAL_RELEASE, &req, None)
             .await?;
         Ok(())
     }
@@ -145,11 +153,11 @@ impl Drop for Terminal {
             tracing::warn!(terminal = %self.id, "terminal dropped outside a runtime; not released");
             return;
         };
-        let conn = self.cx.state.conn.clone();
+        let peer = self.cx.state.conn.peer.clone();
         let req = schema::ReleaseTerminalRequest::new(self.cx.id().clone(), self.id.clone());
         handle.spawn(async move {
             let released: Result<serde::de::IgnoredAny> =
-                conn.request("terminal/release", &req, None).await;
+                peer.request(methods::TERMINAL_RELEASE, &req, None).await;
             if let Err(e) = released {
                 tracing::debug!("releasing a dropped terminal failed: {e}");
             }

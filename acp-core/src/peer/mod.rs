@@ -1,0 +1,189 @@
+//! The connection to the client as a JSON-RPC peer, knowing nothing of sessions: the bounded
+//! output queue and the [writer](writer) task that alone owns the output, our requests to the
+//! client and their answers, and the [reader](reader) loop that hands every incoming message to
+//! a [`Dispatch`].
+
+pub(crate) mod reader;
+pub(crate) mod writer;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::Serialize;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::jsonrpc::{self, Answer, Pending};
+use crate::schema::{self, RequestId};
+use crate::{Error, Result};
+
+pub(crate) use reader::{Dispatch, read_loop};
+pub(crate) use writer::write_loop;
+
+/// Frames queued for the writer; a producer faster than the pipe waits here.
+pub(crate) const QUEUE_FRAMES: usize = 1024;
+
+/// Frames that must not reach the client after the last of them (a prompt turn's updates, and
+/// the answer that ends the turn). Shared by every frame of the sequence.
+#[derive(Debug, Default)]
+pub(crate) struct Sequence {
+    /// Set by the writer when the sequence's last frame is written.
+    ended: AtomicBool,
+}
+
+impl Sequence {
+    /// Whether the sequence's last frame was written (later frames are dropped).
+    pub fn has_ended(&self) -> bool {
+        self.ended.load(Ordering::Acquire)
+    }
+}
+
+/// What the writer does with a frame.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum FrameKind {
+    /// Written, unless it belongs to a sequence that has ended.
+    Normal,
+    /// The last frame of its sequence: nothing of the sequence is written after it.
+    EndsSequence,
+    /// Stops the writer after everything queued before it.
+    Stop,
+}
+
+/// One serialized frame on its way to the client.
+#[derive(Debug)]
+pub(crate) struct Frame {
+    pub bytes: Vec<u8>,
+    pub sequence: Option<Arc<Sequence>>,
+    pub kind: FrameKind,
+}
+
+impl Frame {
+    /// A frame, part of `sequence` if it has one.
+    pub fn new(bytes: Vec<u8>, sequence: Option<Arc<Sequence>>) -> Self {
+        Frame {
+            bytes,
+            sequence,
+            kind: FrameKind::Normal,
+        }
+    }
+
+    /// The last frame of `sequence`.
+    pub fn ending(bytes: Vec<u8>, sequence: Arc<Sequence>) -> Self {
+        Frame {
+            bytes,
+            sequence: Some(sequence),
+            kind: FrameKind::EndsSequence,
+        }
+    }
+
+    fn stop() -> Self {
+        Frame {
+            bytes: Vec::new(),
+            sequence: None,
+            kind: FrameKind::Stop,
+        }
+    }
+}
+
+/// The client, as seen by everything that talks to it.
+#[derive(Debug)]
+pub(crate) struct Peer {
+    out: mpsc::Sender<Frame>,
+    pending: Pending,
+    /// Cancelled when no answer from the client can come any more: the connection is closing,
+    /// or writing to the client failed.
+    pub closed: CancellationToken,
+}
+
+impl Peer {
+    /// A peer and the receiving end of its output queue, for [`write_loop`].
+    pub fn new() -> (Arc<Peer>, mpsc::Receiver<Frame>) {
+        let (out, rx) = mpsc::channel(QUEUE_FRAMES);
+        let peer = Peer {
+            out,
+            pending: Pending::default(),
+            closed: CancellationToken::new(),
+        };
+        (Arc::new(peer), rx)
+    }
+
+    /// Queues a frame without waiting; `false` if the queue is full or closed.
+    pub fn try_send(&self, frame: Frame) -> bool {
+        self.out.try_send(frame).is_ok()
+    }
+
+    /// Queues a frame, waiting while the queue is full.
+    pub async fn send(&self, frame: Frame) -> Result<()> {
+        self.out
+            .send(frame)
+            .await
+            .map_err(|_| Error::ConnectionClosed)
+    }
+
+    /// Queues an error answer to request `id`.
+    pub async fn reply_error(&self, id: &RequestId, error: schema::Error) {
+        let _ = self
+            .send(Frame::new(jsonrpc::encode_error(id, &error), None))
+            .await;
+    }
+
+    /// Stops the writer once everything queued so far is written.
+    pub async fn stop(&self) {
+        let _ = self.out.send(Frame::stop()).await;
+    }
+
+    /// Hands the client's answer to whoever waits for it; `false` if nobody does.
+    pub fn resolve(&self, id: &RequestId, answer: Answer) -> bool {
+        self.pending.resolve(id, answer)
+    }
+
+    /// Nothing more can be heard from the client: wake everyone waiting on it.
+    pub fn close(&self) {
+        self.closed.cancel();
+        self.pending.clear();
+    }
+
+    /// Sends a request to the client and waits for its answer, or for `cancel`.
+    ///
+    /// A cancel read before the answer wins, even when both are ready: once the reader has
+    /// seen the cancel, no call made under that token succeeds.
+    pub async fn request<P: Serialize, T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<T> {
+        if self.closed.is_cancelled() {
+            return Err(Error::ConnectionClosed);
+        }
+        let (id, rx) = self.pending.register();
+        // Whatever happens next, the entry must not outlive this call.
+        struct Forget<'a>(&'a Pending, i64);
+        impl Drop for Forget<'_> {
+            fn drop(&mut self) {
+                self.0.forget(self.1);
+            }
+        }
+        let _forget = Forget(&self.pending, id);
+        let bytes = jsonrpc::encode_request(id, method, params)?;
+        self.send(Frame::new(bytes, None)).await?;
+        let cancelled = async {
+            match cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let answer = tokio::select! {
+            biased;
+            () = cancelled => return Err(Error::Cancelled),
+            answer = rx => answer.map_err(|_| Error::ConnectionClosed)?,
+            () = self.closed.cancelled() => return Err(Error::ConnectionClosed),
+        };
+        let raw = answer.map_err(Error::from_rpc)?;
+        serde_json::from_str(raw.get()).map_err(|e| {
+            Error::msg(format!(
+                "the client's answer to `{method}` does not match the protocol: {e}"
+            ))
+        })
+    }
+}

@@ -1,0 +1,25 @@
+//! Method names, from the schema crate's constants: never typed by hand.
+
+use crate::schema::{AGENT_METHOD_NAMES, CLIENT_METHOD_NAMES, PROTOCOL_LEVEL_METHOD_NAMES};
+
+// Answered by the agent.
+pub(crate) const INITIALIZE: &str = AGENT_METHOD_NAMES.initialize;
+pub(crate) const AUTHENTICATE: &str = AGENT_METHOD_NAMES.authenticate;
+pub(crate) const SESSION_NEW: &str = AGENT_METHOD_NAMES.session_new;
+pub(crate) const SESSION_LOAD: &str = AGENT_METHOD_NAMES.session_load;
+pub(crate) const SESSION_PROMPT: &str = AGENT_METHOD_NAMES.session_prompt;
+pub(crate) const SESSION_SET_MODE: &str = AGENT_METHOD_NAMES.session_set_mode;
+pub(crate) const SESSION_SET_CONFIG_OPTION: &str = AGENT_METHOD_NAMES.session_set_config_option;
+pub(crate) const SESSION_CANCEL: &str = AGENT_METHOD_NAMES.session_cancel;
+pub(crate) const CANCEL_REQUEST: &str = PROTOCOL_LEVEL_METHOD_NAMES.cancel_request;
+
+// Sent to the client.
+pub(crate) const SESSION_UPDATE: &str = CLIENT_METHOD_NAMES.session_update;
+pub(crate) const REQUEST_PERMISSION: &str = CLIENT_METHOD_NAMES.session_request_permission;
+pub(crate) const FS_READ_TEXT_FILE: &str = CLIENT_METHOD_NAMES.fs_read_text_file;
+pub(crate) const FS_WRITE_TEXT_FILE: &str = CLIENT_METHOD_NAMES.fs_write_text_file;
+pub(crate) const TERMINAL_CREATE: &str = CLIENT_METHOD_NAMES.terminal_create;
+pub(crate) const TERMINAL_OUTPUT: &str = CLIENT_METHOD_NAMES.terminal_output;
+pub(crate) const TERMINAL_WAIT_FOR_EXIT: &str = CLIENT_METHOD_NAMES.terminal_wait_for_exit;
+pub(crate) const TERMINAL_KILL: &str = CLIENT_METHOD_NAMES.terminal_kill;
+pub(crate) const TERMINAL_RELEASE: &str = CLIENT_METHOD_NAMES.terminal_release;

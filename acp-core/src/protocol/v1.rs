@@ -1,0 +1,72 @@
+//! Protocol v1 frames for what the runtime sends: a `session/update` of a session, a tool call
+//! reported failed, the answer that ends a prompt turn.
+
+use serde::Serialize;
+
+use super::methods;
+use crate::jsonrpc;
+use crate::schema::{
+    PromptResponse, RequestId, SessionId, SessionNotification, SessionUpdate, StopReason,
+    ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+};
+use crate::{Error, Result};
+
+/// A `session/update` notification (`params` is a [`SessionNotification`]).
+pub(crate) fn update(params: &impl Serialize) -> Result<Vec<u8>> {
+    Ok(jsonrpc::encode_notification(
+        methods::SESSION_UPDATE,
+        params,
+    )?)
+}
+
+/// A `session/update` carrying `update` for `session`.
+pub(crate) fn session_update(session: &SessionId, update: SessionUpdate) -> Result<Vec<u8>> {
+    self::update(&SessionNotification::new(session.clone(), update))
+}
+
+/// The fields that report a tool call failed, showing `message`.
+pub(crate) fn failed_fields(message: &str) -> ToolCallUpdateFields {
+    ToolCallUpdateFields::new()
+        .status(ToolCallStatus::Failed)
+        .content(vec![message.into()])
+}
+
+/// A `tool_call_update` reporting `call` of `session` failed with `message`.
+pub(crate) fn tool_call_failed(session: &SessionId, call: &ToolCallId, message: &str) -> Vec<u8> {
+    let update =
+        SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call.clone(), failed_fields(message)));
+    // Made of ids and a string only: it always serializes.
+    session_update(session, update).unwrap_or_default()
+}
+
+/// The answer to the `session/prompt` request `id`, from how the turn ended.
+///
+/// A cancelled turn answers `cancelled` whatever the author's code returned (an error
+/// caused by the cancel included); so does a turn whose code returned [`Error::Cancelled`]
+/// (e.g. a permission request the client answered `cancelled`). Any other error is answered
+/// as a JSON-RPC error.
+pub(crate) fn prompt_answer(
+    id: &RequestId,
+    outcome: Result<StopReason>,
+    cancelled: bool,
+) -> Vec<u8> {
+    let cancelled_answer =
+        || jsonrpc::encode_result(id, &PromptResponse::new(StopReason::Cancelled));
+    match outcome {
+        _ if cancelled => cancelled_answer(),
+        Err(Error::Cancelled) => cancelled_answer(),
+        Ok(reason) => jsonrpc::encode_result(id, &PromptResponse::new(reason)),
+        Err(e) => {
+            tracing::warn!("the prompt turn failed: {e}");
+            jsonrpc::encode_error(id, &e.to_rpc())
+        }
+    }
+}
+
+/// The answer to any other request `id`: its result, or its error.
+pub(crate) fn answer<T: Serialize>(id: &RequestId, result: Result<T>) -> Vec<u8> {
+    match result {
+        Ok(value) => jsonrpc::encode_result(id, &value),
+        Err(e) => jsonrpc::encode_error(id, &e.to_rpc()),
+    }
+}

@@ -1,0 +1,166 @@
+//! Routing, driven by one table ([`routes`]): each method the agent answers has one entry
+//! naming its capability gate, whether it is answered inline on the reader's task or by a task
+//! of its own, and its handler. A method with no entry, or whose gate the agent does not pass
+//! (it does not advertise it), is answered `-32601`; anything but `initialize` before
+//! `initialize` is answered `-32600`.
+
+mod routes;
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde_json::value::RawValue;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, warn};
+
+use crate::agent::Agent;
+use crate::jsonrpc;
+use crate::peer::{Dispatch, Frame};
+use crate::protocol::{methods, v1};
+use crate::schema::{self, ErrorCode, RequestId};
+use crate::session::Connection;
+use crate::turn::Turn;
+use crate::{Error, Result};
+
+/// How long handlers may take to finish once the client has closed the connection.
+const SHUTDOWN_WAIT: Duration = Duration::from_millis(500);
+
+/// What a route's handler returns: its answer now (inline), or the task that will answer.
+type Routed<T> = std::result::Result<T, schema::Error>;
+
+/// An inline handler: the frame of the answer to request `id`.
+type InlineFn<A> = fn(&Router<A>, &RequestId, Option<&RawValue>) -> Routed<Vec<u8>>;
+
+/// A spawned handler: the task that will answer request `id`.
+type SpawnFn<A> = fn(&Router<A>, RequestId, Option<&RawValue>) -> Routed<BoxFuture<'static, ()>>;
+
+/// How a route answers.
+pub(crate) enum Handler<A> {
+    /// On the reader's task, at once (it must not wait on the client).
+    Inline(InlineFn<A>),
+    /// Params checked (and any bookkeeping done) on the reader's task, then the returned future
+    /// runs as its own task and sends the answer.
+    Spawned(SpawnFn<A>),
+}
+
+/// One entry of the method table.
+pub(crate) struct Route<A> {
+    /// The method, a schema-crate constant.
+    pub method: &'static str,
+    /// Whether this agent answers the method (e.g. it advertises the capability).
+    pub gate: fn(&A) -> bool,
+    pub handler: Handler<A>,
+}
+
+/// One notification the runtime handles.
+pub(crate) struct NotificationRoute<A> {
+    pub method: &'static str,
+    pub handler: fn(&Router<A>, Option<&RawValue>),
+}
+
+/// Routes one connection's requests and notifications to its agent.
+pub(crate) struct Router<A> {
+    pub agent: Arc<A>,
+    pub conn: Arc<Connection>,
+    tasks: TaskTracker,
+    /// Running turns by the id of their `session/prompt`, for `$/cancel_request`.
+    pub prompts: Arc<Mutex<HashMap<RequestId, Arc<Turn>>>>,
+    routes: Vec<Route<A>>,
+    notifications: Vec<NotificationRoute<A>>,
+}
+
+impl<A: Agent> Router<A> {
+    pub fn new(agent: Arc<A>, conn: Arc<Connection>) -> Self {
+        Router {
+            agent,
+            conn,
+            tasks: TaskTracker::new(),
+            prompts: Arc::default(),
+            routes: routes::requests(),
+            notifications: routes::notifications(),
+        }
+    }
+
+    /// Waits (briefly) for running handlers once the client has gone.
+    pub async fn shutdown(&self) {
+        self.tasks.close();
+        if tokio::time::timeout(SHUTDOWN_WAIT, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            warn!("some handlers did not finish after the client closed the connection");
+        }
+    }
+
+    /// Runs a handler's future as its own task; a panic in it answers `-32603`.
+    fn spawn(&self, id: RequestId, fut: BoxFuture<'static, ()>) {
+        let peer = self.conn.peer.clone();
+        self.tasks.spawn(async move {
+            if let Err(panic) = AssertUnwindSafe(fut).catch_unwind().await {
+                let error = Error::panicked("the agent", panic.as_ref());
+                peer.reply_error(&id, error.to_rpc()).await;
+            }
+        });
+    }
+
+    /// Queues the answer to a request.
+    pub async fn reply<T: serde::Serialize>(&self, id: &RequestId, result: Result<T>) {
+        let _ = self
+            .conn
+            .peer
+            .send(Frame::new(v1::answer(id, result), None))
+            .await;
+    }
+}
+
+impl<A: Agent> Dispatch for Router<A> {
+    async fn request(&self, id: RequestId, method: &str, params: Option<&RawValue>) {
+        let route = self
+            .routes
+            .iter()
+            .find(|r| r.method == method && (r.gate)(&self.agent));
+        let Some(route) = route else {
+            return self
+                .reply(&id, Err::<(), _>(Error::method_not_found(method)))
+                .await;
+        };
+        if method != methods::INITIALIZE && self.conn.client.get().is_none() {
+            let error = schema::Error::new(
+                ErrorCode::InvalidRequest.into(),
+                format!("`{method}` was sent before `initialize`; call `initialize` first"),
+            );
+            return self.conn.peer.reply_error(&id, error).await;
+        }
+        match &route.handler {
+            Handler::Inline(answer) => match answer(self, &id, params) {
+                Ok(bytes) => {
+                    let _ = self.conn.peer.send(Frame::new(bytes, None)).await;
+                }
+                Err(e) => self.conn.peer.reply_error(&id, e).await,
+            },
+            Handler::Spawned(start) => match start(self, id.clone(), params) {
+                Ok(fut) => self.spawn(id, fut),
+                Err(e) => self.conn.peer.reply_error(&id, e).await,
+            },
+        }
+    }
+
+    fn notification(&self, method: &str, params: Option<&RawValue>) {
+        match self.notifications.iter().find(|n| n.method == method) {
+            Some(route) => (route.handler)(self, params),
+            None => debug!(method, "ignored a notification"),
+        }
+    }
+}
+
+/// Parses a request's params, or the `-32602` error naming the field.
+fn params<T: serde::de::DeserializeOwned>(
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<T, schema::Error> {
+    jsonrpc::params(method, params)
+}

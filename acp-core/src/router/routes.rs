@@ -1,0 +1,311 @@
+//! The method table and its handlers: one entry per method the runtime answers or handles.
+//! Adding a protocol method is one entry here (plus one in the macro's table of recognised
+//! methods, when the author implements it).
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tracing::{Instrument, debug, debug_span};
+
+use super::{Handler, NotificationRoute, Route, Router, params};
+use crate::agent::{Agent, Prompt};
+use crate::jsonrpc;
+use crate::peer::Frame;
+use crate::protocol::{methods, v1};
+use crate::schema::{self, ErrorCode, ProtocolVersion, RequestId};
+use crate::session::{Connection, Session, SessionState, registry};
+use crate::turn::{self, Turn};
+use crate::{Error, Result};
+
+/// The requests the runtime answers.
+pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
+    fn always<A>(_: &A) -> bool {
+        true
+    }
+    vec![
+        Route {
+            method: methods::INITIALIZE,
+            gate: always,
+            handler: Handler::Inline(initialize),
+        },
+        Route {
+            method: methods::AUTHENTICATE,
+            gate: |a: &A| !a.auth_methods().is_empty(),
+            handler: Handler::Spawned(authenticate),
+        },
+        Route {
+            method: methods::SESSION_NEW,
+            gate: always,
+            handler: Handler::Spawned(new_session),
+        },
+        Route {
+            method: methods::SESSION_LOAD,
+            gate: |a: &A| a.capabilities().load_session,
+            handler: Handler::Spawned(load_session),
+        },
+        Route {
+            method: methods::SESSION_PROMPT,
+            gate: always,
+            handler: Handler::Spawned(prompt),
+        },
+        Route {
+            method: methods::SESSION_SET_MODE,
+            gate: always,
+            handler: Handler::Spawned(set_mode),
+        },
+        Route {
+            method: methods::SESSION_SET_CONFIG_OPTION,
+            gate: always,
+            handler: Handler::Spawned(set_config_option),
+        },
+    ]
+}
+
+/// The notifications the runtime handles; any other is ignored.
+pub(super) fn notifications<A: Agent>() -> Vec<NotificationRoute<A>> {
+    vec![
+        NotificationRoute {
+            method: methods::SESSION_CANCEL,
+            handler: cancel,
+        },
+        NotificationRoute {
+            method: methods::CANCEL_REQUEST,
+            handler: cancel_request,
+        },
+    ]
+}
+
+/// Queues the answer to request `id`.
+async fn answer<T: Serialize>(conn: &Connection, id: &RequestId, result: Result<T>) {
+    let _ = conn
+        .peer
+        .send(Frame::new(v1::answer(id, result), None))
+        .await;
+}
+
+fn known(conn: &Connection, id: &schema::SessionId) -> Result<Arc<SessionState>> {
+    conn.sessions
+        .get(id)
+        .ok_or_else(|| Error::from_rpc(schema::Error::session_not_found(id.clone())))
+}
+
+fn initialize<A: Agent>(
+    r: &Router<A>,
+    id: &RequestId,
+    raw: Option<&RawValue>,
+) -> Result<Vec<u8>, schema::Error> {
+    let req: schema::InitializeRequest = params(methods::INITIALIZE, raw)?;
+    let version = if req.protocol_version == ProtocolVersion::V1 {
+        req.protocol_version
+    } else {
+        ProtocolVersion::LATEST
+    };
+    debug!(capabilities = ?req.client_capabilities, "initialized");
+    if r.conn.client.set(req.client_capabilities).is_err() {
+        debug!("`initialize` sent twice; keeping the first client capabilities");
+    }
+    let response = schema::InitializeResponse::new(version)
+        .agent_capabilities(r.agent.capabilities())
+        .auth_methods(r.agent.auth_methods())
+        .agent_info(r.agent.info());
+    Ok(jsonrpc::encode_result(id, &response))
+}
+
+/// Registers the session, answers, then announces its slash commands (the client must know
+/// the session id before it receives updates for it).
+async fn start_session<T: Serialize>(
+    conn: &Connection,
+    id: &RequestId,
+    state: Arc<SessionState>,
+    response: T,
+    commands: Vec<schema::AvailableCommand>,
+) {
+    let session_id = state.id.clone();
+    conn.sessions.insert(state);
+    answer(conn, id, Ok(response)).await;
+    if !commands.is_empty() {
+        let update = schema::SessionUpdate::AvailableCommandsUpdate(
+            schema::AvailableCommandsUpdate::new(commands),
+        );
+        if let Ok(frame) = v1::session_update(&session_id, update) {
+            let _ = conn.peer.send(Frame::new(frame, None)).await;
+        }
+    }
+}
+
+fn new_session<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    let req: schema::NewSessionRequest = params(methods::SESSION_NEW, raw)?;
+    let (agent, conn) = (r.agent.clone(), r.conn.clone());
+    Ok(Box::pin(async move {
+        let state = SessionState::new(&conn, registry::fresh_id(), req.cwd, req.mcp_servers);
+        match agent.new_session(&Session::new(state.clone(), None)).await {
+            Ok(setup) => {
+                let response = schema::NewSessionResponse::new(state.id.clone())
+                    .modes(setup.modes)
+                    .config_options(setup.config_options);
+                start_session(&conn, &id, state, response, setup.commands).await;
+            }
+            Err(e) => answer(&conn, &id, Err::<(), _>(e)).await,
+        }
+    }))
+}
+
+fn load_session<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    let req: schema::LoadSessionRequest = params(methods::SESSION_LOAD, raw)?;
+    let (agent, conn) = (r.agent.clone(), r.conn.clone());
+    Ok(Box::pin(async move {
+        let state = SessionState::new(&conn, req.session_id, req.cwd, req.mcp_servers);
+        match agent.load_session(&Session::new(state.clone(), None)).await {
+            Ok(setup) => {
+                let response = schema::LoadSessionResponse::new()
+                    .modes(setup.modes)
+                    .config_options(setup.config_options);
+                start_session(&conn, &id, state, response, setup.commands).await;
+            }
+            Err(e) => answer(&conn, &id, Err::<(), _>(e)).await,
+        }
+    }))
+}
+
+/// Starts a prompt turn. The session is checked and marked busy here, on the reader's task, so
+/// a second prompt for a busy session is refused in the order the client sent them.
+fn prompt<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    let req: schema::PromptRequest = params(methods::SESSION_PROMPT, raw)?;
+    let state = r
+        .conn
+        .sessions
+        .get(&req.session_id)
+        .ok_or_else(|| schema::Error::session_not_found(req.session_id.clone()))?;
+    let turn = Arc::new(Turn::new(&r.conn.peer.closed));
+    if !state.start_turn(&turn) {
+        return Err(schema::Error::new(
+            ErrorCode::InvalidRequest.into(),
+            format!(
+                "session `{}` is already running a prompt turn; wait for its answer or cancel it",
+                state.id
+            ),
+        ));
+    }
+    let prompts = r.prompts.clone();
+    prompts
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(id.clone(), turn.clone());
+    let agent = r.agent.clone();
+    let span = debug_span!("turn", session = %state.id);
+    Ok(Box::pin(
+        async move {
+            let cx = Session::new(state.clone(), Some(turn.clone()));
+            let outcome =
+                turn::run(agent.prompt(&cx, Prompt::from_request(req)), &turn.cancel).await;
+            let frame = turn.end(&state.conn.peer, &state.id, &id, outcome).await;
+            // Free the session before the answer leaves: a client may send its next prompt the
+            // moment it reads the answer.
+            state.end_turn();
+            prompts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+            let _ = state.conn.peer.send(frame).await;
+        }
+        .instrument(span),
+    ))
+}
+
+fn set_mode<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    let req: schema::SetSessionModeRequest = params(methods::SESSION_SET_MODE, raw)?;
+    let (agent, conn) = (r.agent.clone(), r.conn.clone());
+    Ok(Box::pin(async move {
+        let result = async {
+            let state = known(&conn, &req.session_id)?;
+            agent
+                .set_mode(&Session::new(state, None), req.mode_id)
+                .await?;
+            Ok(schema::SetSessionModeResponse::new())
+        };
+        answer(&conn, &id, result.await).await;
+    }))
+}
+
+fn set_config_option<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    let req: schema::SetSessionConfigOptionRequest =
+        params(methods::SESSION_SET_CONFIG_OPTION, raw)?;
+    let (agent, conn) = (r.agent.clone(), r.conn.clone());
+    Ok(Box::pin(async move {
+        let result = async {
+            let state = known(&conn, &req.session_id)?;
+            let options = agent
+                .set_config_option(&Session::new(state, None), req.config_id, req.value)
+                .await?;
+            Ok(schema::SetSessionConfigOptionResponse::new(options))
+        };
+        answer(&conn, &id, result.await).await;
+    }))
+}
+
+fn authenticate<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    let req: schema::AuthenticateRequest = params(methods::AUTHENTICATE, raw)?;
+    let (agent, conn) = (r.agent.clone(), r.conn.clone());
+    Ok(Box::pin(async move {
+        let result = agent.authenticate(req.method_id).await;
+        answer(
+            &conn,
+            &id,
+            result.map(|()| schema::AuthenticateResponse::new()),
+        )
+        .await;
+    }))
+}
+
+fn cancel<A: Agent>(r: &Router<A>, raw: Option<&RawValue>) {
+    match params::<schema::CancelNotification>(methods::SESSION_CANCEL, raw) {
+        Ok(cancel) => match r.conn.sessions.get(&cancel.session_id) {
+            Some(session) => {
+                debug!(session = %cancel.session_id, "cancel requested");
+                session.cancel_turn();
+            }
+            None => debug!(session = %cancel.session_id, "cancel for an unknown session"),
+        },
+        Err(e) => debug!(error = %e.message, "ignored a malformed session/cancel"),
+    }
+}
+
+/// Protocol-level cancellation of one request: for a prompt, cancels its turn.
+fn cancel_request<A: Agent>(r: &Router<A>, raw: Option<&RawValue>) {
+    if let Ok(cancel) = params::<schema::CancelRequestNotification>(methods::CANCEL_REQUEST, raw)
+        && let Some(turn) = r
+            .prompts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&cancel.request_id)
+    {
+        debug!(request = %cancel.request_id, "prompt cancelled by request id");
+        turn.cancel.cancel();
+    }
+}

@@ -1,0 +1,54 @@
+//! The sessions of one connection, by id: added when a session is created or loaded, removed
+//! when it is closed, and all dropped when the connection ends (which frees their memory and
+//! breaks the session → connection references).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::state::SessionState;
+use crate::schema::SessionId;
+
+/// The sessions of one connection.
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    sessions: Mutex<HashMap<SessionId, Arc<SessionState>>>,
+}
+
+impl Registry {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Arc<SessionState>>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds (or replaces) a session.
+    pub fn insert(&self, state: Arc<SessionState>) {
+        self.map().insert(state.id.clone(), state);
+    }
+
+    /// The session `id`, if it is known.
+    pub fn get(&self, id: &SessionId) -> Option<Arc<SessionState>> {
+        self.map().get(id).cloned()
+    }
+
+    /// Removes every session.
+    pub fn clear(&self) -> Vec<Arc<SessionState>> {
+        self.map().drain().map(|(_, s)| s).collect()
+    }
+}
+
+/// A session id unique across processes: a per-process random-ish prefix and a counter.
+pub(crate) fn fresh_id() -> SessionId {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static PROCESS: OnceLock<u64> = OnceLock::new();
+    let process = *PROCESS.get_or_init(|| {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        nanos ^ u64::from(std::process::id()).rotate_left(32)
+    });
+    SessionId::new(format!(
+        "sess_{process:016x}_{}",
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ))
+}

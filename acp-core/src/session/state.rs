@@ -1,0 +1,150 @@
+//! What the runtime keeps per connection ([`Connection`]: the peer, what the client said in
+//! `initialize`, the session registry, typed extensions) and per session ([`SessionState`]).
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::registry::Registry;
+use crate::peer::Peer;
+use crate::schema::{self, SessionId};
+use crate::turn::Turn;
+
+type Values = Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One value per type, created on first use (per-session state, connection extensions).
+#[derive(Default)]
+pub(crate) struct TypeMap(Values);
+
+impl TypeMap {
+    /// The value of type `T`, created with `make` if there is none yet.
+    pub fn get_or_insert_with<T: Send + Sync + 'static>(&self, make: impl FnOnce() -> T) -> Arc<T> {
+        let mut values = lock(&self.0);
+        let value = values
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(make()));
+        // The entry for `TypeId::of::<T>()` only ever holds a `T`.
+        match value.clone().downcast::<T>() {
+            Ok(v) => v,
+            Err(_) => unreachable!("values are keyed by their type"),
+        }
+    }
+
+    /// The value of type `T`, if there is one.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<Arc<T>> {
+        lock(&self.0)
+            .get(&TypeId::of::<T>())
+            .and_then(|v| v.clone().downcast::<T>().ok())
+    }
+
+    /// Sets the value of type `T`.
+    pub fn insert<T: Send + Sync + 'static>(&self, value: T) {
+        lock(&self.0).insert(TypeId::of::<T>(), Arc::new(value));
+    }
+
+    /// Drops every value.
+    pub fn clear(&self) {
+        lock(&self.0).clear();
+    }
+}
+
+impl std::fmt::Debug for TypeMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TypeMap")
+    }
+}
+
+/// Everything the sessions of one connection share.
+#[derive(Debug)]
+pub(crate) struct Connection {
+    pub peer: Arc<Peer>,
+    /// What the client said it supports, once it said it.
+    pub client: OnceLock<schema::ClientCapabilities>,
+    /// The sessions of this connection.
+    pub sessions: Registry,
+    /// Values layers above this one attach to the connection (e.g. the agent's tools).
+    pub extensions: TypeMap,
+}
+
+impl Connection {
+    pub fn new(peer: Arc<Peer>) -> Self {
+        Connection {
+            peer,
+            client: OnceLock::new(),
+            sessions: Registry::default(),
+            extensions: TypeMap::default(),
+        }
+    }
+
+    /// The client's capabilities (none before `initialize`).
+    pub fn client_capabilities(&self) -> &schema::ClientCapabilities {
+        static NONE: OnceLock<schema::ClientCapabilities> = OnceLock::new();
+        self.client
+            .get()
+            .unwrap_or_else(|| NONE.get_or_init(schema::ClientCapabilities::default))
+    }
+}
+
+/// One session known to a connection.
+#[derive(Debug)]
+pub(crate) struct SessionState {
+    pub id: SessionId,
+    pub cwd: PathBuf,
+    pub mcp_servers: Vec<schema::McpServer>,
+    pub conn: Arc<Connection>,
+    /// The running prompt turn, if any.
+    pub turn: Mutex<Option<Arc<Turn>>>,
+    /// Answers the user gave with "always", per permission key.
+    pub remembered: Mutex<HashMap<String, bool>>,
+    pub next_tool_call: AtomicU64,
+    /// The author's per-session values, one per type.
+    pub values: TypeMap,
+}
+
+impl SessionState {
+    pub fn new(
+        conn: &Arc<Connection>,
+        id: SessionId,
+        cwd: PathBuf,
+        mcp_servers: Vec<schema::McpServer>,
+    ) -> Arc<Self> {
+        Arc::new(SessionState {
+            id,
+            cwd,
+            mcp_servers,
+            conn: conn.clone(),
+            turn: Mutex::new(None),
+            remembered: Mutex::new(HashMap::new()),
+            next_tool_call: AtomicU64::new(0),
+            values: TypeMap::default(),
+        })
+    }
+
+    /// Cancels the running turn, if any.
+    pub fn cancel_turn(&self) {
+        if let Some(turn) = lock(&self.turn).as_ref() {
+            turn.cancel.cancel();
+        }
+    }
+
+    /// Makes `turn` the running turn; `false` if one is already running.
+    pub fn start_turn(&self, turn: &Arc<Turn>) -> bool {
+        let mut slot = lock(&self.turn);
+        if slot.is_some() {
+            return false;
+        }
+        *slot = Some(turn.clone());
+        true
+    }
+
+    /// Frees the session for its next turn.
+    pub fn end_turn(&self) {
+        lock(&self.turn).take();
+    }
+}

@@ -1,0 +1,116 @@
+//! One prompt turn: its cancellation token, the grace a cancelled turn gets to wind down, the
+//! tool calls it left open (failed by the end-of-turn sweep), and the sequence its updates and
+//! its answer form on the wire (nothing of the turn after its answer).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
+
+use crate::peer::{Frame, Peer, Sequence};
+use crate::protocol::v1;
+use crate::schema::{SessionId, StopReason, ToolCallId};
+use crate::{Error, Result};
+
+/// How long a cancelled turn may keep running to wind down before it is dropped.
+pub(crate) const CANCEL_GRACE: Duration = Duration::from_millis(50);
+
+/// One prompt turn.
+#[derive(Debug)]
+pub(crate) struct Turn {
+    pub cancel: CancellationToken,
+    /// Set by the turn's task just before its answer is queued: updates are refused from then.
+    closing: AtomicBool,
+    /// The turn's frames on the wire: dropped by the writer once the answer is written.
+    pub sequence: Arc<Sequence>,
+    /// Tool calls started and not yet finished, failed by the runtime when the turn ends.
+    pub open_tool_calls: Mutex<Vec<ToolCallId>>,
+}
+
+impl Turn {
+    /// A turn cancelled with `parent` (the connection's token) or on its own.
+    pub fn new(parent: &CancellationToken) -> Self {
+        Turn {
+            cancel: parent.child_token(),
+            closing: AtomicBool::new(false),
+            sequence: Arc::default(),
+            open_tool_calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Whether the turn is about to be (or was) answered: no update may be sent any more.
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    fn open(&self) -> std::sync::MutexGuard<'_, Vec<ToolCallId>> {
+        self.open_tool_calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a tool call as started.
+    pub fn opened(&self, call: &ToolCallId) {
+        self.open().push(call.clone());
+    }
+
+    /// Records a tool call as finished.
+    pub fn finished(&self, call: &ToolCallId) {
+        self.open().retain(|id| id != call);
+    }
+
+    /// Ends the turn: fails every tool call still open (before the answer), refuses further
+    /// updates, and returns the frame of the answer to the `session/prompt` request `id`.
+    pub async fn end(
+        &self,
+        peer: &Peer,
+        session: &SessionId,
+        id: &crate::schema::RequestId,
+        outcome: Result<StopReason>,
+    ) -> Frame {
+        let cancelled = self.cancel.is_cancelled();
+        let open = std::mem::take(&mut *self.open());
+        let message = if cancelled {
+            "cancelled"
+        } else {
+            "the turn ended before this tool call finished"
+        };
+        for call in open {
+            let frame = Frame::new(
+                v1::tool_call_failed(session, &call, message),
+                Some(self.sequence.clone()),
+            );
+            let _ = peer.send(frame).await;
+        }
+        self.closing.store(true, Ordering::Release);
+        debug!(cancelled, ok = outcome.is_ok(), "turn finished");
+        Frame::ending(
+            v1::prompt_answer(id, outcome, cancelled),
+            self.sequence.clone(),
+        )
+    }
+}
+
+/// Runs the author's turn future, raced against cancellation with a short grace period, with
+/// panics turned into errors.
+pub(crate) async fn run(
+    turn: impl Future<Output = Result<StopReason>>,
+    cancel: &CancellationToken,
+) -> Result<StopReason> {
+    let mut fut = std::pin::pin!(AssertUnwindSafe(turn).catch_unwind());
+    let outcome = tokio::select! {
+        out = &mut fut => out,
+        () = cancel.cancelled() => match tokio::time::timeout(CANCEL_GRACE, &mut fut).await {
+            Ok(out) => out,
+            Err(_) => {
+                debug!("the turn ignored cancellation; dropped it");
+                return Err(Error::Cancelled);
+            }
+        },
+    };
+    outcome.unwrap_or_else(|panic| Err(Error::panicked("the agent", panic.as_ref())))
+}
