@@ -1,6 +1,6 @@
 //! # bench — a workload agent for measuring the runtime from outside
 //!
-//! `benches/throughput.rs` spawns this agent (release build) and drives it over pipes, the
+//! `benches/throughput/main.rs` spawns this agent (release build) and drives it over pipes, the
 //! way an editor would; `benches/ts-agent/agent.mjs` is the same workload on the official
 //! TypeScript SDK. Run the whole comparison with `cargo bench --bench throughput`, or build
 //! this agent alone with `cargo build --release --example bench`.

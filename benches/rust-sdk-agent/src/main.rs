@@ -1,5 +1,5 @@
 //! The bench workload agent (see examples/bench.rs in the acp workspace) written on the
-//! official Rust SDK, `agent-client-protocol` 5.0.0, for benches/throughput.rs.
+//! official Rust SDK, `agent-client-protocol` 5.0.0, for benches/throughput/main.rs.
 //!
 //! Build: `cargo build --release --manifest-path benches/rust-sdk-agent/Cargo.toml`.
 //! Prompts: `stream N`, `permission N`, `sleep` (as in examples/bench.rs); chunk i of

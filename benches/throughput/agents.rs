@@ -1,0 +1,239 @@
+//! The agents under measurement: building or preparing each of them (ours, the official TS
+//! SDK's, the official Rust SDK's), and starting one as a process driven over pipes, with a
+//! thread that samples its peak RSS and kills it past the deadline.
+
+use std::io::{BufReader, BufWriter, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use crate::client::Client;
+use crate::{AGENT_DEADLINE, RUST_SDK_BUILD_LIMIT, Result};
+
+/// Runs a cargo build with `--message-format=json` and returns the executable it produced.
+fn cargo_build(mut cmd: Command, target: &str, limit: Duration) -> Result<PathBuf> {
+    cmd.arg("--message-format=json-render-diagnostics")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let started = Instant::now();
+    let mut child = cmd.spawn()?;
+    let mut stdout = child.stdout.take().ok_or("no stdout")?;
+    let reader = thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).map(|_| out)
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("the build took longer than {limit:?}").into());
+        }
+        thread::sleep(Duration::from_millis(100));
+    };
+    let out = reader.join().map_err(|_| "reader panicked")??;
+    if !status.success() {
+        return Err(format!("the build failed ({status})").into());
+    }
+    #[derive(Deserialize)]
+    struct Artifact {
+        reason: String,
+        target: Option<Target>,
+        executable: Option<PathBuf>,
+    }
+    #[derive(Deserialize)]
+    struct Target {
+        name: String,
+    }
+    out.lines()
+        .filter_map(|line| serde_json::from_str::<Artifact>(line).ok())
+        .filter(|a| a.reason == "compiler-artifact")
+        .filter(|a| a.target.as_ref().is_some_and(|t| t.name == target))
+        .find_map(|a| a.executable)
+        .ok_or_else(|| format!("cargo named no executable for `{target}`").into())
+}
+
+pub(crate) fn build_ours(root: &Path, cargo: &std::ffi::OsStr) -> Result<PathBuf> {
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root)
+        .args(["build", "--release", "--example", "bench"]);
+    cargo_build(cmd, "bench", Duration::from_secs(900))
+}
+
+pub(crate) fn build_rust_sdk(root: &Path, cargo: &std::ffi::OsStr) -> Result<PathBuf> {
+    let dir = root.join("benches/rust-sdk-agent");
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&dir)
+        .args(["build", "--release", "--locked"]);
+    cmd.arg("--manifest-path").arg(dir.join("Cargo.toml"));
+    cmd.arg("--target-dir").arg(dir.join("target"));
+    cargo_build(cmd, "bench-rust-sdk-agent", RUST_SDK_BUILD_LIMIT)
+}
+
+pub(crate) fn prepare_ts(root: &Path) -> Result<Command> {
+    let dir = root.join("benches/ts-agent");
+    let node_ok = Command::new("node")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !node_ok {
+        return Err("`node` is not installed".into());
+    }
+    if !dir.join("node_modules/@agentclientprotocol/sdk").is_dir() {
+        eprintln!("throughput: npm ci in {}", dir.display());
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .stdout(Stdio::null())
+            .status()?;
+        if !status.success() {
+            return Err(format!("`npm ci` failed ({status})").into());
+        }
+    }
+    let mut cmd = Command::new("node");
+    cmd.arg("agent.mjs").current_dir(dir);
+    Ok(cmd)
+}
+
+pub(crate) struct Impl {
+    pub(crate) name: &'static str,
+    command: Command,
+}
+
+impl Impl {
+    pub(crate) fn new(name: &'static str, mut command: Command) -> Self {
+        // Logging to stderr must cost the same for everyone: nothing.
+        command.env_remove("RUST_LOG");
+        Impl { name, command }
+    }
+
+    pub(crate) fn spawn(&self) -> Result<AgentProcess> {
+        let mut cmd = Command::new(self.command.get_program());
+        cmd.args(self.command.get_args());
+        if let Some(dir) = self.command.get_current_dir() {
+            cmd.current_dir(dir);
+        }
+        for (key, value) in self.command.get_envs() {
+            match value {
+                Some(v) => cmd.env(key, v),
+                None => cmd.env_remove(key),
+            };
+        }
+        AgentProcess::start(cmd)
+    }
+}
+
+/// A spawned agent, with a thread that samples its peak RSS and kills it past the deadline.
+pub(crate) struct AgentProcess {
+    child: Child,
+    pub(crate) client: Client<BufReader<ChildStdout>, BufWriter<ChildStdin>>,
+    peak_kib: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+    sampler: Option<JoinHandle<()>>,
+}
+
+impl AgentProcess {
+    fn start(mut cmd: Command) -> Result<Self> {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let pid = child.id();
+        let peak_kib = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let sampler = {
+            let (peak_kib, stop) = (peak_kib.clone(), stop.clone());
+            thread::spawn(move || {
+                let started = Instant::now();
+                while !stop.load(Ordering::Acquire) {
+                    if let Some(kib) = vm_hwm_kib(pid) {
+                        peak_kib.fetch_max(kib, Ordering::AcqRel);
+                    }
+                    if started.elapsed() > AGENT_DEADLINE {
+                        eprintln!(
+                            "throughput: agent {pid} ran past {AGENT_DEADLINE:?}; killing it"
+                        );
+                        // Only the process this bench started, by its id.
+                        let _ = Command::new("kill")
+                            .args(["-KILL", &pid.to_string()])
+                            .status();
+                        return;
+                    }
+                    thread::sleep(Duration::from_millis(10));
+                }
+            })
+        };
+        let client = Client::new(
+            BufReader::with_capacity(64 * 1024, stdout),
+            BufWriter::new(stdin),
+        );
+        let mut agent = AgentProcess {
+            child,
+            client,
+            peak_kib,
+            stop,
+            sampler: Some(sampler),
+        };
+        agent.client.handshake()?;
+        Ok(agent)
+    }
+
+    /// The peak RSS so far, sampled once more now.
+    fn peak_rss_kib(&self) -> u64 {
+        if let Some(kib) = vm_hwm_kib(self.child.id()) {
+            self.peak_kib.fetch_max(kib, Ordering::AcqRel);
+        }
+        self.peak_kib.load(Ordering::Acquire)
+    }
+
+    /// Closes stdin and waits for the agent to exit; returns the peak RSS in KiB.
+    pub(crate) fn finish(mut self) -> u64 {
+        let peak = self.peak_rss_kib();
+        drop(self.client.output.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if Instant::now() > deadline => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break;
+                }
+                Ok(None) => thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        self.stop.store(true, Ordering::Release);
+        if let Some(sampler) = self.sampler.take() {
+            let _ = sampler.join();
+        }
+        peak
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if self.sampler.is_some() {
+            // Not finished normally (an error): make sure the process goes away.
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}

@@ -1,0 +1,195 @@
+//! The report: statistics of the samples, the printed table and the small readings and
+//! formats it uses.
+
+use std::thread;
+use std::time::Duration;
+
+use crate::Column;
+
+struct Stats {
+    mean: Duration,
+    p50: Duration,
+    p99: Duration,
+}
+
+impl Stats {
+    fn of(samples: &[Duration]) -> Option<Stats> {
+        let mut samples = samples.to_vec();
+        if samples.is_empty() {
+            return None;
+        }
+        samples.sort();
+        let total: Duration = samples.iter().sum();
+        let at = |q: f64| {
+            samples[((samples.len() as f64 * q).ceil() as usize).clamp(1, samples.len()) - 1]
+        };
+        Some(Stats {
+            mean: total / samples.len() as u32,
+            p50: at(0.50),
+            p99: at(0.99),
+        })
+    }
+}
+
+pub(crate) fn print_table(columns: &[Column], baseline: Option<(f64, f64)>) {
+    let find = |name: &str| columns.iter().find(|c| c.name == name);
+    let ours = find("ours");
+    let ts = find("official TS SDK");
+    let rust = find("official Rust SDK");
+
+    type Metric = fn(&Column) -> Option<f64>;
+    type Format = fn(f64) -> String;
+    let rows: [(&str, Metric, Format); 10] = [
+        (
+            "stream 100k: chunks/s (best of 3)",
+            |c| best_run(c).map(|r| r.0),
+            |v| format!("{v:.0}"),
+        ),
+        (
+            "stream 100k: MB/s of frames",
+            |c| best_run(c).map(|r| r.1 / 1e6),
+            |v| format!("{v:.1}"),
+        ),
+        (
+            "stream 100k: peak RSS MiB",
+            |c| c.rss_large_kib.map(mib),
+            |v| format!("{v:.1}"),
+        ),
+        (
+            "stream 10k: peak RSS MiB",
+            |c| c.rss_small_kib.map(mib),
+            |v| format!("{v:.1}"),
+        ),
+        (
+            "permission 2x2000: mean µs",
+            |c| Stats::of(&c.permission).map(|s| us(s.mean)),
+            fmt_us,
+        ),
+        (
+            "permission 2x2000: p50 µs",
+            |c| Stats::of(&c.permission).map(|s| us(s.p50)),
+            fmt_us,
+        ),
+        (
+            "permission 2x2000: p99 µs",
+            |c| Stats::of(&c.permission).map(|s| us(s.p99)),
+            fmt_us,
+        ),
+        (
+            "cancel 2x50: p50 µs",
+            |c| Stats::of(&c.cancel).map(|s| us(s.p50)),
+            fmt_us,
+        ),
+        (
+            "cancel 2x50: p99 µs",
+            |c| Stats::of(&c.cancel).map(|s| us(s.p99)),
+            fmt_us,
+        ),
+        (
+            "cancel 2x50: mean µs",
+            |c| Stats::of(&c.cancel).map(|s| us(s.mean)),
+            fmt_us,
+        ),
+    ];
+
+    let headers = [
+        "workload",
+        "ours",
+        "official TS SDK",
+        "official Rust SDK",
+        "baseline",
+        "ours/TS",
+        "ours/Rust SDK",
+    ];
+    let mut table: Vec<Vec<String>> = vec![headers.iter().map(|h| (*h).to_owned()).collect()];
+    for (i, (label, metric, fmt)) in rows.iter().enumerate() {
+        let value = |c: Option<&Column>| c.and_then(metric);
+        let cell = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), fmt);
+        let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+            _ => "n/a".to_owned(),
+        };
+        let base = match i {
+            0 => baseline.map(|r| r.0),
+            1 => baseline.map(|r| r.1 / 1e6),
+            _ => None,
+        };
+        table.push(vec![
+            (*label).to_owned(),
+            cell(value(ours)),
+            cell(value(ts)),
+            cell(value(rust)),
+            base.map_or_else(|| "-".to_owned(), fmt),
+            ratio(value(ours), value(ts)),
+            ratio(value(ours), value(rust)),
+        ]);
+    }
+    let widths: Vec<usize> = (0..headers.len())
+        .map(|col| {
+            table
+                .iter()
+                .map(|row| row[col].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    println!();
+    println!(
+        "ACP agent runtime, measured over pipes on this machine ({} cores)",
+        thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    for (r, row) in table.iter().enumerate() {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, w))| {
+                if c == 0 {
+                    format!("{cell:<w$}")
+                } else {
+                    format!("{cell:>w$}")
+                }
+            })
+            .collect();
+        println!("| {} |", cells.join(" | "));
+        if r == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            println!("|-{}-|", rule.join("-|-"));
+        }
+    }
+    println!(
+        "ratios are ours / official: above 1 is better for chunks/s and MB/s, below 1 is better for µs and MiB"
+    );
+    for column in columns {
+        for problem in &column.problems {
+            println!("note: {}: {problem}", column.name);
+        }
+    }
+}
+
+/// The fastest `stream 100000` run: (chunks/s, bytes/s).
+fn best_run(c: &Column) -> Option<(f64, f64)> {
+    c.stream_rates
+        .iter()
+        .copied()
+        .reduce(|a, b| if b.0 > a.0 { b } else { a })
+}
+
+pub(crate) fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn fmt_us(v: f64) -> String {
+    format!("{v:.0}")
+}
