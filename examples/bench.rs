@@ -82,7 +82,10 @@ async fn permission(cx: &Session, n: usize) -> acp::Result<StopReason> {
     Ok(StopReason::EndTurn)
 }
 
-#[tokio::main]
+// One thread: an agent waits on pipes, and on a single-threaded runtime the hops between the
+// reader, a turn and the writer are same-thread wake-ups instead of cross-thread ones (the
+// cancel latency halves; see BENCHMARKS.md). Use `#[tokio::main]` when turns do heavy work.
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> acp::Result<()> {
     acp::init_logging();
     acp::serve_stdio(Bench).await

@@ -26,19 +26,24 @@
 //!
 //! The agents take turns run by run, so that other load on the machine spreads over all
 //! columns; the latency workloads run in 2 rounds whose samples are pooled, and the 1-minute
-//! load average before and after is printed with the table. The baseline is a bare serde_json
-//! loop writing the same 100,000 frames into a pipe that the same client code reads and
-//! checks: the ceiling for the stream rows. Nothing here asserts on speed; the run stops by
-//! itself (each agent process is killed after 60 s, the whole measurement after 270 s).
+//! load average before and after is printed with the table. Two baselines are measured in the
+//! same run: the *bare loop agent* (`bare`), a one-thread blocking serde_json loop run as a
+//! process (this executable with `--bare-agent`) and driven over the same pipes by the same
+//! client, the ceiling for every row; and the *in-process loop*, serde_json writing the same
+//! 100,000 frames into a pipe that the client reads, the ceiling for the stream rows. Nothing
+//! here asserts on speed; the run stops by itself (each agent process is killed after 60 s,
+//! the whole measurement after 270 s).
 //!
 //! Set `ACP_BENCH_NO_TS=1` or `ACP_BENCH_NO_RUST_SDK=1` to leave a column out.
 //!
 //! The code is laid out by concern: this file holds the constants, `main` and the measuring
 //! schedule; `agents` builds and starts the agents; `frames` holds the shapes of the frames
 //! on the wire; `client` is the editor's end of a connection; `workloads` runs one workload
-//! on one agent (and the baseline); `report` turns the samples into the printed table.
+//! on one agent (and the in-process loop); `bare` is the bare loop agent; `report` turns the
+//! samples into the printed table.
 
 mod agents;
+mod bare;
 mod client;
 mod frames;
 mod report;
@@ -71,6 +76,14 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 type Result<T, E = Error> = std::result::Result<T, E>;
 
 fn main() {
+    // Run as the bare-loop agent (by this bench itself).
+    if std::env::args().any(|a| a == "--bare-agent") {
+        if let Err(e) = bare::run() {
+            eprintln!("bare agent: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     // `cargo bench` passes `--bench`; anything else (e.g. a test filter) is ignored.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -99,6 +112,15 @@ fn main() {
             Ok(path) => agents.push(Impl::new("official Rust SDK", Command::new(path))),
             Err(e) => eprintln!("throughput: official Rust SDK skipped: {e}"),
         }
+    }
+
+    match std::env::current_exe() {
+        Ok(exe) => {
+            let mut cmd = Command::new(exe);
+            cmd.arg("--bare-agent");
+            agents.push(Impl::new("bare loop", cmd));
+        }
+        Err(e) => eprintln!("throughput: bare loop agent skipped: {e}"),
     }
 
     let started = Instant::now();

@@ -36,6 +36,7 @@ pub(crate) fn print_table(columns: &[Column], baseline: Option<(f64, f64)>) {
     let ours = find("ours");
     let ts = find("official TS SDK");
     let rust = find("official Rust SDK");
+    let bare = find("bare loop");
 
     type Metric = fn(&Column) -> Option<f64>;
     type Format = fn(f64) -> String;
@@ -97,9 +98,11 @@ pub(crate) fn print_table(columns: &[Column], baseline: Option<(f64, f64)>) {
         "ours",
         "official TS SDK",
         "official Rust SDK",
-        "baseline",
+        "bare loop agent",
+        "in-process loop",
         "ours/TS",
         "ours/Rust SDK",
+        "ours/bare",
     ];
     let mut table: Vec<Vec<String>> = vec![headers.iter().map(|h| (*h).to_owned()).collect()];
     for (i, (label, metric, fmt)) in rows.iter().enumerate() {
@@ -119,9 +122,11 @@ pub(crate) fn print_table(columns: &[Column], baseline: Option<(f64, f64)>) {
             cell(value(ours)),
             cell(value(ts)),
             cell(value(rust)),
+            cell(value(bare)),
             base.map_or_else(|| "-".to_owned(), fmt),
             ratio(value(ours), value(ts)),
             ratio(value(ours), value(rust)),
+            ratio(value(ours), value(bare)),
         ]);
     }
     let widths: Vec<usize> = (0..headers.len())
@@ -158,7 +163,9 @@ pub(crate) fn print_table(columns: &[Column], baseline: Option<(f64, f64)>) {
         }
     }
     println!(
-        "ratios are ours / official: above 1 is better for chunks/s and MB/s, below 1 is better for µs and MiB"
+        "ratios are ours / other: above 1 is better for chunks/s and MB/s, below 1 is better for µs and MiB; \
+         the bare loop agent is a one-thread blocking serde_json loop over the same pipes (the ceiling), \
+         the in-process loop writes the stream into a pipe in this process"
     );
     for column in columns {
         for problem in &column.problems {

@@ -74,11 +74,22 @@ pub(crate) fn cancel(agent: &Impl, runs: usize) -> Result<Vec<Duration>> {
     Ok(samples)
 }
 
+/// A `session/update` frame, as the baselines write it.
 #[derive(Serialize)]
-struct Notification<'a> {
+pub(crate) struct Notification<'a> {
     jsonrpc: &'static str,
     method: &'static str,
     params: &'a SessionNotification,
+}
+
+impl<'a> Notification<'a> {
+    pub(crate) fn new(params: &'a SessionNotification) -> Self {
+        Notification {
+            jsonrpc: "2.0",
+            method: "session/update",
+            params,
+        }
+    }
 }
 
 /// (chunks/s, bytes/s) of a bare loop serializing the same `n` frames (and the prompt's
@@ -100,12 +111,7 @@ pub(crate) fn baseline(n: usize) -> Option<(f64, f64)> {
                         text.clone(),
                     ))),
                 );
-                let frame = Notification {
-                    jsonrpc: "2.0",
-                    method: "session/update",
-                    params: &note,
-                };
-                serde_json::to_writer(&mut out, &frame)?;
+                serde_json::to_writer(&mut out, &Notification::new(&note))?;
                 out.write_all(b"\n")?;
             }
             out.write_all(
