@@ -34,7 +34,9 @@
 //! here asserts on speed; the run stops by itself (each agent process is killed after 60 s,
 //! the whole measurement after 270 s).
 //!
-//! Set `ACP_BENCH_NO_TS=1` or `ACP_BENCH_NO_RUST_SDK=1` to leave a column out.
+//! Set `ACP_BENCH_NO_TS=1` or `ACP_BENCH_NO_RUST_SDK=1` to leave a column out, and
+//! `ACP_BENCH_OURS=<path>` to measure another build of the bench agent as "ours" (an older
+//! commit's, for a before/after comparison in the same conditions).
 //!
 //! The code is laid out by concern: this file holds the constants, `main` and the measuring
 //! schedule; `agents` builds and starts the agents; `frames` holds the shapes of the frames
