@@ -39,6 +39,7 @@
 //! - [`Session`]: everything a turn says to the editor (messages, thoughts, plans, files,
 //!   terminals, permission, cancellation, per-session state);
 //! - [`macro@agent`] and [`macro@tool`]: every option, and what a tool call does;
+//! - [`macro@JsonSchema`]: the derive your own tool parameter types need;
 //! - [`Agent`]: the trait the macro implements, to write by hand if you prefer;
 //! - [`testing`]: an in-process editor to unit-test an agent with;
 //! - [`schema`]: the protocol's wire types, from the official schema crate.
@@ -46,6 +47,7 @@
 //! Never print to stdout in an agent: stdout carries protocol frames only. Log with `tracing`
 //! (see [`init_logging`]).
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub use acp_core::{
     Agent, Error, Fs, Prompt, Result, Session, SessionSetup, Terminal, Terminals, ToolCallBuilder,
@@ -56,6 +58,52 @@ pub use acp_core::{
 pub use acp_core::testing;
 
 pub use acp_core::{IntoToolOutput, Json, ToolLocations};
+
+/// Derives [`JsonSchema`](trait@JsonSchema), the JSON Schema a model reads to call a tool with
+/// a parameter of this type, for a crate that depends on `acp` alone.
+///
+/// ```
+/// use acp::{Agent, Prompt, Session, StopReason};
+///
+/// /// How deep to search.
+/// #[derive(serde::Serialize, serde::Deserialize, acp::JsonSchema)]
+/// #[serde(rename_all = "camelCase")]
+/// struct Depth {
+///     /// Directories below the start, at most.
+///     max_depth: u32,
+/// }
+///
+/// struct Finder;
+///
+/// #[acp::agent]
+/// impl Finder {
+///     async fn prompt(&self, _cx: &Session, _prompt: Prompt) -> acp::Result<StopReason> {
+///         Ok(StopReason::EndTurn)
+///     }
+///
+///     /// Finds files by name.
+///     #[acp::tool(kind = "search")]
+///     async fn find(&self, _cx: &Session, name: String, depth: Depth) -> acp::Result<String> {
+///         Ok(format!("{name} within {}", depth.max_depth))
+///     }
+/// }
+///
+/// let schema = &Finder.tools()[0].input_schema;
+/// assert_eq!(schema["$defs"]["Depth"]["properties"]["maxDepth"]["type"], "integer");
+/// ```
+///
+/// It is [schemars](https://docs.rs/schemars)' own derive, so its `#[schemars(…)]` and
+/// `#[serde(…)]` attributes work, told to find schemars inside `acp`. It names the facade
+/// `::acp`; with a renamed dependency, depend on `schemars` and derive `schemars::JsonSchema`.
+pub use acp_macros::JsonSchema;
+#[doc(no_inline)]
+pub use json_schema::*;
+
+/// The trait alone: `acp::JsonSchema` names the derive above in the macro namespace.
+mod json_schema {
+    pub use schemars::JsonSchema;
+}
+
 /// Turns an inherent `impl` block into an ACP agent: `impl acp::Agent` is generated from the
 /// methods it holds.
 ///
@@ -119,30 +167,46 @@ pub use acp_core::{IntoToolOutput, Json, ToolLocations};
 ///
 /// | method | signature | effect |
 /// | --- | --- | --- |
-/// | `prompt` | `async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason>` | one prompt turn ([`Agent::prompt`]) |
+/// | `prompt` | `async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason>` | one prompt turn ([`Agent::prompt`]); required |
 /// | `new_session` | `async fn new_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | modes, config options, commands of a new session |
 /// | `load_session` | `async fn load_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | `session/load`; advertises `loadSession` |
-/// | `auth_methods` + `authenticate` | `fn auth_methods(&self) -> Vec<schema::AuthMethod>`, `async fn authenticate(&self, method: schema::AuthMethodId) -> acp::Result<()>` | advertised auth methods and the `authenticate` request (one needs the other) |
+/// | `auth_methods` | `fn auth_methods(&self) -> Vec<schema::AuthMethod>` | the authentication methods advertised in `initialize`; needs `authenticate` |
+/// | `authenticate` | `async fn authenticate(&self, method: schema::AuthMethodId) -> acp::Result<()>` | the `authenticate` request; needs `auth_methods` |
 /// | `set_mode` | `async fn set_mode(&self, cx: &Session, mode: schema::SessionModeId) -> acp::Result<()>` | `session/set_mode` |
 /// | `set_config_option` | `async fn set_config_option(&self, cx: &Session, option: schema::SessionConfigId, value: schema::SessionConfigOptionValue) -> acp::Result<Vec<schema::SessionConfigOption>>` | `session/set_config_option` |
+///
+/// `acp::Result<T>` may be any `Result<T, E>` whose `E` has `From<acp::Error>` and `Display`
+/// (and is `Send + 'static`), e.g. `anyhow::Result<StopReason>`, so `?` works on any error.
+/// The error is turned back into an [`Error`]: unchanged when it is one (also inside an
+/// `anyhow::Error`), so `Error::Cancelled` still ends the turn as cancelled; otherwise its
+/// message (with its causes) is answered as `-32603`.
+///
+/// The rest of [`Agent`] is written by the macro: `info` from the options, `capabilities`
+/// from the methods and options, `tools` and `call_tool` from the `#[acp::tool]` methods. A
+/// method named like one of those, or a near miss of a recognised name (`promt`,
+/// `new_sesion`), is an error saying what to write instead, since it would never be called;
+/// helpers with such names belong in another `impl` block.
 ///
 /// Every `#[acp::tool]` method becomes a tool: [`Agent::tools`] lists their definitions (name,
 /// description, kind, title, permission policy, JSON Schema of the parameters) and
 /// [`Agent::call_tool`] / [`Session::call_tool`] run one by name with JSON arguments.
 ///
-/// Generics and `where` clauses on the impl carry over to the generated impl. Futures must be
+/// Generics and `where` clauses on the impl carry over to the generated impl, and so do
+/// `#[cfg(...)]` attributes on methods (a tool compiled out is not listed). Futures must be
 /// `Send` (the runtime is multi-threaded); a method whose future is not is reported at that
-/// method.
+/// method only.
 ///
 /// # Errors
 ///
 /// Mistakes are reported together, at your code, with what to write instead: a missing or
-/// misshapen `prompt`, an unknown option (the valid ones are listed), an unknown tool kind, a
+/// misshapen `prompt`, a wrong return type (one error at it, quoting the expected signature),
+/// an unknown or repeated option (the valid ones are listed), an unknown tool kind, a
 /// duplicate tool name, a title placeholder that is not a parameter, a tool that is not
-/// `async`, lacks the `&Session` parameter or does not return a `Result`, a parameter type
-/// that is not serializable or has no JSON Schema, a future that is not `Send`. The impl is
-/// still emitted (with a stand-in `Agent` impl) so the rest of the crate and the IDE keep
-/// working.
+/// `async`, lacks the `&Session` parameter, takes a reference (`&str`: use `String`) or does
+/// not return a `Result`, a parameter type that is not `Serialize + Deserialize + JsonSchema`
+/// (one error at it), an error type without `From<acp::Error>`, a future that is not `Send`.
+/// The impl is still emitted (with a stand-in `Agent` impl) so the rest of the crate and the
+/// IDE keep working.
 #[doc(inline)]
 pub use acp_macros::agent;
 
@@ -194,7 +258,9 @@ pub use acp_macros::agent;
 ///
 /// `async fn name(&self, cx: &Session, param: Type, …) -> Result<T, E>`. The parameters after
 /// `cx` are the tool's input: each is a JSON property of the same name, so its type must be
-/// `Serialize + Deserialize + schemars::JsonSchema` (an `Option` parameter may be left out).
+/// an owned `Serialize + Deserialize + JsonSchema` type — derive
+/// `serde::Serialize, serde::Deserialize, acp::JsonSchema` on your own types (an `Option`
+/// parameter may be left out).
 /// The description of the tool, and of each parameter, comes from the doc comment: list the
 /// parameters as `` - `name`: description `` (an `# Arguments` section holding them is left
 /// out of the tool's description). Parameters typed `PathBuf`, `Option<PathBuf>` or
@@ -247,55 +313,6 @@ pub fn init_logging() {
         .try_init();
 }
 
-/// What the expansion of `#[acp::agent]` names. Not a stable API: use the macros.
+/// What the expansions of the macros name. Not a stable API: use the macros.
 #[doc(hidden)]
-pub mod __private {
-    pub use acp_core::__tools::*;
-    pub use acp_core::schema::{
-        AgentCapabilities, AuthMethod, AuthMethodId, Implementation, SessionConfigId,
-        SessionConfigOption, SessionConfigOptionValue, SessionModeId, StopReason, ToolKind,
-    };
-    pub use acp_core::{Agent, Error, Prompt, Result, Session, SessionSetup, ToolDef, ToolOutput};
-    pub use {schemars, serde, serde_json};
-
-    use std::future::Future;
-
-    /// `agentInfo` from the attribute's `name`, `title` and `version`.
-    pub fn info(
-        name: impl Into<String>,
-        title: Option<String>,
-        version: impl Into<String>,
-    ) -> Implementation {
-        Implementation::new(name, version).title(title)
-    }
-
-    /// `agentCapabilities` from the methods that exist and the attribute's `prompt(…)`.
-    pub fn capabilities(
-        load_session: bool,
-        image: bool,
-        audio: bool,
-        embedded_context: bool,
-    ) -> AgentCapabilities {
-        AgentCapabilities::new()
-            .load_session(load_session)
-            .prompt_capabilities(
-                acp_core::schema::PromptCapabilities::new()
-                    .image(image)
-                    .audio(audio)
-                    .embedded_context(embedded_context),
-            )
-    }
-
-    /// Identity that pins a future's output type; spanned at the author's return type so that
-    /// a wrong one is reported there.
-    pub fn returns<T, F: Future<Output = T>>(future: F) -> impl Future<Output = T> {
-        future
-    }
-
-    /// The `prompt` of the stub `Agent` impl emitted next to a macro error; never runs.
-    pub fn stub() -> std::future::Ready<Result<StopReason>> {
-        std::future::ready(Err(Error::msg(
-            "this agent did not compile: see the #[acp::agent] errors",
-        )))
-    }
-}
+pub mod __private;

@@ -1,7 +1,8 @@
 //! What `#[acp::agent]` generates, checked at run time: `initialize` info and capabilities that
-//! follow the attribute and the methods that exist, the routing of the optional session
-//! methods, generic agents, and tool definitions whose JSON Schemas are valid and match the
-//! parameters. Each test names the behaviour it guarantees.
+//! follow the attribute and the methods that exist (`#[cfg]` included), the routing of the
+//! optional session methods, recognised methods returning any error type (`anyhow`), generic
+//! agents, and tool definitions whose JSON Schemas (from `#[derive(acp::JsonSchema)]`) are valid
+//! and match the parameters. Each test names the behaviour it guarantees.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,6 +11,7 @@ use std::time::Duration;
 use acp::schema::{
     AuthMethod, AuthMethodAgent, AuthMethodId, SessionMode, SessionModeId, SessionModeState,
 };
+use acp::testing::TestClient;
 use acp::{Agent, Prompt, Session, SessionSetup, StopReason, ToolKind};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -228,6 +230,145 @@ async fn an_agent_without_load_session_does_not_route_it() {
     assert_eq!(frames[2]["error"]["code"], -32601);
 }
 
+/// Its `load_session` is compiled out.
+struct CfgLoad;
+
+#[acp::agent]
+impl CfgLoad {
+    async fn prompt(&self, _cx: &Session, _prompt: Prompt) -> acp::Result<StopReason> {
+        Ok(StopReason::EndTurn)
+    }
+
+    #[cfg(any())]
+    async fn load_session(&self, _cx: &Session) -> acp::Result<SessionSetup> {
+        Ok(SessionSetup::default())
+    }
+}
+
+#[test]
+fn a_recognised_method_compiled_out_is_not_advertised() {
+    assert!(!CfgLoad.capabilities().load_session);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recognised methods returning any error type
+
+/// Its `prompt` returns `anyhow::Result`, so `?` works on any error.
+struct Anyhow;
+
+#[acp::agent(name = "anyhow")]
+impl Anyhow {
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> anyhow::Result<StopReason> {
+        match prompt.text().as_str() {
+            "wait" => {
+                cx.message("waiting").await?;
+                cx.cancelled().await;
+                cx.check_cancelled()?;
+                Ok(StopReason::EndTurn)
+            }
+            "cancelled" => Err(acp::Error::Cancelled)?,
+            "invalid" => Err(acp::Error::InvalidParams("no such thing".into()))?,
+            "context" => {
+                let result: Result<u32, _> = "x".parse();
+                Ok(anyhow::Context::context(result, "reading the count")
+                    .map(|_| StopReason::EndTurn)?)
+            }
+            number => {
+                let n: u32 = number.parse()?;
+                cx.message(format!("{n}")).await?;
+                Ok(StopReason::EndTurn)
+            }
+        }
+    }
+}
+
+/// An error type that is neither `acp::Error` nor a `std::error::Error`.
+struct Oops(String);
+
+impl From<acp::Error> for Oops {
+    fn from(e: acp::Error) -> Self {
+        Oops(e.to_string())
+    }
+}
+
+impl std::fmt::Display for Oops {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "oops: {}", self.0)
+    }
+}
+
+struct OwnError;
+
+#[acp::agent(name = "own-error")]
+impl OwnError {
+    async fn prompt(&self, _cx: &Session, prompt: Prompt) -> Result<StopReason, Oops> {
+        Err(Oops(prompt.text()))
+    }
+}
+
+fn rpc_message(turn: &acp::testing::Turn) -> String {
+    match turn.answer() {
+        Err(acp::Error::Rpc { message, .. }) => message.clone(),
+        other => panic!("expected an error answer, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_returning_anyhow_answers_an_errors_message_as_internal_error() {
+    let client = TestClient::builder().connect(Anyhow).await.unwrap();
+    let session = client.new_session().await.unwrap();
+
+    let turn = session.prompt("42").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    assert_eq!(turn.text(), "42");
+
+    let turn = session.prompt("forty-two").await.unwrap();
+    assert_eq!(turn.error_code(), Some(-32603), "{turn:?}");
+    assert_eq!(rpc_message(&turn), "invalid digit found in string");
+
+    // The causes are kept, as `anyhow` shows them with `{:#}`.
+    let turn = session.prompt("context").await.unwrap();
+    assert_eq!(
+        rpc_message(&turn),
+        "reading the count: invalid digit found in string"
+    );
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_acp_error_inside_anyhow_comes_back_unchanged() {
+    let client = TestClient::builder().connect(Anyhow).await.unwrap();
+    let session = client.new_session().await.unwrap();
+
+    // `?` on `Error::Cancelled` after the client's cancel: the turn ends cancelled.
+    session.cancel_when(|u| {
+        matches!(u, acp::schema::SessionUpdate::AgentMessageChunk(c)
+            if matches!(&c.content, acp::ContentBlock::Text(t) if t.text == "waiting"))
+    });
+    let turn = session.prompt("wait").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::Cancelled), "{turn:?}");
+
+    // Without any cancel from the client: still `cancelled`, so the variant survived anyhow.
+    let turn = session.prompt("cancelled").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::Cancelled), "{turn:?}");
+
+    // And its JSON-RPC code: `InvalidParams` is -32602, not -32603.
+    let turn = session.prompt("invalid").await.unwrap();
+    assert_eq!(turn.error_code(), Some(-32602), "{turn:?}");
+    assert_eq!(rpc_message(&turn), "no such thing");
+    client.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_prompt_with_its_own_error_type_answers_its_message() {
+    let client = TestClient::builder().connect(OwnError).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("broken").await.unwrap();
+    assert_eq!(turn.error_code(), Some(-32603), "{turn:?}");
+    assert_eq!(rpc_message(&turn), "oops: broken");
+    client.close().await.unwrap();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Generic agents
 
@@ -282,14 +423,14 @@ async fn a_generic_agent_gets_the_agent_impl_and_its_tools() {
 // ---------------------------------------------------------------------------------------------
 // Tool definitions and their JSON Schemas
 
-#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(serde::Serialize, serde::Deserialize, acp::JsonSchema)]
 enum Mode {
     Fast,
     Thorough,
 }
 
 /// A search query.
-#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(serde::Serialize, serde::Deserialize, acp::JsonSchema)]
 struct Query {
     /// Words to look for.
     words: Vec<String>,
