@@ -2,18 +2,20 @@
 //! sequence of messages for a call that is allowed, allowed always, rejected, cancelled,
 //! panics, or called by name with bad arguments. Each test names the behaviour it guarantees.
 //!
-//! The client is a small hand-rolled JSON-RPC peer over an in-memory pipe, so every frame the
-//! agent sends is asserted as is. (A `tool_call` without `status` is `pending`: the schema
-//! leaves the default out.)
+//! The client is `acp::testing::TestClient` in process on a paused clock, read frame by frame
+//! (`next_frame`), so every frame the agent sends is asserted as is, in order. It holds each
+//! permission request and answers it by hand, after checking that the agent sends nothing
+//! while the question is open (the paused clock jumps as soon as the agent is idle): a tool
+//! call goes `in_progress` only after the answer. Each test ends by checking that nothing
+//! follows the last answer and that the agent shuts down cleanly. (A `tool_call` without
+//! `status` is `pending`: the schema leaves the default out.)
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use acp::testing::TestClient;
 use acp::{Diff, Json, Prompt, Session, StopReason};
 use serde_json::{Value, json};
-use tokio::io::{
-    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
-};
 
 // ---------------------------------------------------------------------------------------------
 // The agent under test
@@ -107,90 +109,61 @@ impl Tester {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A minimal client
+// The client's side, frame by frame
 
 const CWD: &str = "/work/project";
 
+/// Waits this long (on the paused clock: until the agent is idle) before asserting that the
+/// agent sent nothing more.
+const QUIET: Duration = Duration::from_secs(1);
+
+/// The test client with its current session; every permission request is held and answered
+/// by the test.
 struct Client {
-    out: WriteHalf<DuplexStream>,
-    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
-    next_id: i64,
+    client: TestClient,
     session: String,
 }
 
 impl Client {
     async fn start() -> Client {
-        let (ours, theirs) = tokio::io::duplex(1 << 16);
-        let (agent_in, agent_out) = tokio::io::split(theirs);
-        tokio::spawn(acp::serve(Tester, agent_in, agent_out));
-        let (read, out) = tokio::io::split(ours);
-        let mut client = Client {
-            out,
-            lines: BufReader::new(read).lines(),
-            next_id: 0,
-            session: String::new(),
-        };
-        let init = client
-            .call(
-                "initialize",
-                json!({ "protocolVersion": 1, "clientCapabilities": {} }),
-            )
-            .await;
+        let client = TestClient::builder()
+            .cwd(CWD)
+            .hold("session/request_permission")
+            .connect(Tester)
+            .await
+            .unwrap();
         assert_eq!(
-            init["result"]["agentInfo"],
+            client.initialize_response()["agentInfo"],
             json!({ "name": "tester", "title": "Tester", "version": "1.2.3" })
         );
-        let new = client
-            .call("session/new", json!({ "cwd": CWD, "mcpServers": [] }))
-            .await;
-        client.session = new["result"]["sessionId"]
-            .as_str()
-            .expect("a session id")
-            .to_owned();
-        client
+        let mut c = Client {
+            client,
+            session: String::new(),
+        };
+        c.new_session().await;
+        c
     }
 
-    async fn send(&mut self, frame: Value) {
-        let mut line = serde_json::to_vec(&frame).unwrap();
-        line.push(b'\n');
-        self.out.write_all(&line).await.unwrap();
+    /// Opens a new session and makes it the current one (nothing else may come first).
+    async fn new_session(&mut self) {
+        let session = self.client.new_session().await.unwrap();
+        self.session = session.id().0.to_string();
     }
 
-    async fn request(&mut self, method: &str, params: Value) -> i64 {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }))
-            .await;
-        id
-    }
-
-    /// Sends a request and returns its answer (nothing else may come first).
-    async fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.request(method, params).await;
-        let answer = self.recv().await;
-        assert_eq!(
-            answer["id"], id,
-            "expected the answer to {method}, got {answer}"
-        );
-        answer
-    }
-
+    /// The agent's next frame.
     async fn recv(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(5), self.lines.next_line())
-            .await
-            .expect("the agent said nothing for 5 s")
-            .unwrap()
-            .expect("the agent closed the connection");
-        serde_json::from_str(&line).unwrap()
+        match self.client.next_frame().await {
+            Ok(frame) => frame.message,
+            Err(e) => panic!("{e}\n{}", self.client.describe()),
+        }
     }
 
-    async fn prompt(&mut self, text: &str) -> i64 {
-        let session = self.session.clone();
-        self.request(
+    /// Starts a prompt turn on the current session; returns the request id.
+    async fn prompt(&mut self, text: &str) -> Value {
+        self.client.send_request(
             "session/prompt",
-            json!({ "sessionId": session, "prompt": [{ "type": "text", "text": text }] }),
+            json!({ "sessionId": self.session, "prompt": [{ "type": "text", "text": text }] }),
         )
-        .await
     }
 
     /// Expects a `session/update` of this session with this `update`.
@@ -204,7 +177,8 @@ impl Client {
         assert_eq!(frame, expected, "\n got: {frame:#}\nwant: {expected:#}");
     }
 
-    /// Expects a permission request for this tool call; answers with `option`.
+    /// Expects a permission request for this tool call; checks that the agent sends nothing
+    /// while it is unanswered, then answers with `option`.
     async fn expect_permission(&mut self, tool_call: Value, option: &str) {
         let frame = self.recv().await;
         let expected = json!({
@@ -223,13 +197,19 @@ impl Client {
             },
         });
         assert_eq!(frame, expected, "\n got: {frame:#}\nwant: {expected:#}");
-        let id = frame["id"].clone();
-        self.send(json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "result": { "outcome": { "outcome": "selected", "optionId": option } },
-        }))
-        .await;
+        let held = self
+            .client
+            .next_request("session/request_permission")
+            .await
+            .unwrap();
+        assert_eq!(
+            held.message(),
+            &frame,
+            "the held request is the one just seen"
+        );
+        self.assert_quiet("while the permission request is unanswered")
+            .await;
+        held.select(option);
     }
 
     async fn expect_message(&mut self, text: &str) {
@@ -240,12 +220,35 @@ impl Client {
         .await;
     }
 
-    async fn expect_answer(&mut self, id: i64, stop_reason: &str) {
+    async fn expect_answer(&mut self, id: Value, stop_reason: &str) {
         let frame = self.recv().await;
         assert_eq!(
             frame,
             json!({ "jsonrpc": "2.0", "id": id, "result": { "stopReason": stop_reason } })
         );
+    }
+
+    /// Lets the agent run until it is idle, and asserts that it sent nothing meanwhile.
+    async fn assert_quiet(&mut self, when: &str) {
+        tokio::time::sleep(QUIET).await;
+        let unread: Vec<String> = self
+            .client
+            .take_unread()
+            .iter()
+            .map(|f| f.message.to_string())
+            .collect();
+        assert!(
+            unread.is_empty(),
+            "the agent sent frames {when}:\n{}",
+            unread.join("\n")
+        );
+    }
+
+    /// Nothing follows the last answer; the agent shuts down cleanly and never wrote
+    /// malformed output.
+    async fn finish(mut self) {
+        self.assert_quiet("after the last answer").await;
+        self.client.close().await.unwrap();
     }
 }
 
@@ -295,7 +298,7 @@ fn failed(id: &str, message: &str) -> Value {
 // ---------------------------------------------------------------------------------------------
 /// The rest of a turn that writes "hello" to notes.md: the call announced, permission asked
 /// and answered with `answer` (or not asked at all: `None`), run, completed, and reported.
-async fn expect_hello_written(c: &mut Client, id: i64, call: &str, answer: Option<&str>) {
+async fn expect_hello_written(c: &mut Client, id: Value, call: &str, answer: Option<&str>) {
     c.expect_update(write_call(call, "notes.md", "hello")).await;
     if let Some(answer) = answer {
         c.expect_permission(write_permission(call, "notes.md", "hello"), answer)
@@ -310,7 +313,7 @@ async fn expect_hello_written(c: &mut Client, id: i64, call: &str, answer: Optio
 
 // The lifecycle, message by message
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn allowed_once_tool_call_goes_pending_permission_in_progress_completed() {
     let mut c = Client::start().await;
     let id = c.prompt("write").await;
@@ -329,9 +332,10 @@ async fn allowed_once_tool_call_goes_pending_permission_in_progress_completed() 
         .await;
     c.expect_message("denied").await;
     c.expect_answer(id, "end_turn").await;
+    c.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn allow_always_is_remembered_for_the_session_and_not_asked_again() {
     let mut c = Client::start().await;
     let id = c.prompt("write-twice").await;
@@ -355,15 +359,13 @@ async fn allow_always_is_remembered_for_the_session_and_not_asked_again() {
     expect_hello_written(&mut c, id, "call_2", None).await;
 
     // A new session asks again.
-    let new = c
-        .call("session/new", json!({ "cwd": CWD, "mcpServers": [] }))
-        .await;
-    c.session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+    c.new_session().await;
     let id = c.prompt("write").await;
     expect_hello_written(&mut c, id, "call_0", Some("allow_once")).await;
+    c.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn rejected_tool_call_fails_and_returns_permission_denied() {
     let mut c = Client::start().await;
     let id = c.prompt("write").await;
@@ -387,9 +389,10 @@ async fn rejected_tool_call_fails_and_returns_permission_denied() {
         .await;
     c.expect_message("denied").await;
     c.expect_answer(id, "end_turn").await;
+    c.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cancel_during_the_body_fails_the_call_and_the_turn_answers_cancelled() {
     let mut c = Client::start().await;
     let id = c.prompt("sleep").await;
@@ -402,16 +405,14 @@ async fn cancel_during_the_body_fails_the_call_and_the_turn_answers_cancelled() 
     }))
     .await;
     c.expect_update(status("call_0", "in_progress")).await;
-    let session = c.session.clone();
-    c.send(
-        json!({ "jsonrpc": "2.0", "method": "session/cancel", "params": { "sessionId": session } }),
-    )
-    .await;
+    c.client
+        .notify("session/cancel", json!({ "sessionId": c.session }));
     c.expect_update(failed("call_0", "cancelled")).await;
     c.expect_answer(id, "cancelled").await;
+    c.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn panic_in_a_tool_fails_the_call_and_the_turn_and_the_agent_lives_on() {
     let mut c = Client::start().await;
     let id = c.prompt("panic").await;
@@ -457,9 +458,10 @@ async fn panic_in_a_tool_fails_the_call_and_the_turn_and_the_agent_lives_on() {
     .await;
     c.expect_message("ok: new").await;
     c.expect_answer(id, "end_turn").await;
+    c.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn bad_arguments_by_name_fail_the_call_with_a_message_for_the_model() {
     let mut c = Client::start().await;
     let id = c.prompt(r#"call write {"path": 3, "contents": "x"}"#).await;
@@ -501,18 +503,20 @@ async fn bad_arguments_by_name_fail_the_call_with_a_message_for_the_model() {
     )
     .await;
     c.expect_answer(id, "end_turn").await;
+    c.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn call_by_name_runs_the_same_lifecycle_as_a_typed_call() {
     let mut c = Client::start().await;
     let id = c
         .prompt(r#"call write {"path": "notes.md", "content": "hello"}"#)
         .await;
     expect_hello_written(&mut c, id, "call_0", Some("allow_once")).await;
+    c.finish().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn json_output_is_sent_as_raw_output_and_text() {
     let mut c = Client::start().await;
     let id = c.prompt(r#"call count_lines {"text": "a\nb\nc"}"#).await;
@@ -535,4 +539,5 @@ async fn json_output_is_sent_as_raw_output_and_text() {
     .await;
     c.expect_message("ok: {\n  \"lines\": 3\n}").await;
     c.expect_answer(id, "end_turn").await;
+    c.finish().await;
 }

@@ -15,7 +15,8 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// How the test client answers `session/request_permission`.
+/// How the test client answers `session/request_permission`. To answer each request by hand
+/// instead, [hold](super::TestClientBuilder::hold) the method.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub enum PermissionPolicy {

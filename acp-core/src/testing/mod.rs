@@ -6,14 +6,24 @@
 //! requests from a [`TerminalStub`], and records every frame in both directions. [`Turn`] sums
 //! up one prompt turn for assertions.
 //!
+//! For tests that need more control than a whole turn:
+//! - [`TestClientBuilder::hold`] a method and answer its requests by hand
+//!   ([`TestClient::next_request`] → [`HeldRequest`]), e.g. to check what the agent does while
+//!   it waits for a permission answer;
+//! - step through the agent's frames in order with a read cursor ([`TestClient::next_frame`],
+//!   [`TestClient::take_unread`]) to assert every frame of a turn;
+//! - send anything, malformed included ([`TestClient::send_raw`], [`TestClient::send`],
+//!   [`TestClient::send_request`], [`TestClientBuilder::skip_initialize`]), to test the
+//!   agent's JSON-RPC error handling.
+//!
 //! Two safety nets make a broken agent fail a test quickly and clearly instead of hanging it
 //! or passing it by accident:
 //! - every wait of the client (an answer, a frame, the agent's exit) has a deadline
 //!   ([`TestClientBuilder::deadline`], 10 s by default; under a paused tokio clock a stuck
 //!   agent fails at once);
-//! - every line the agent writes must be a JSON-RPC 2.0 message, each `session/update` must
-//!   match the schema; anything else fails every later operation of the client with
-//!   a message quoting the bad output (see [`TestClient::problems`]).
+//! - every line the agent writes must be a JSON-RPC 2.0 message ending in a bare `\n`, each
+//!   `session/update` must match the schema; anything else fails every later operation of
+//!   the client with a message quoting the bad output (see [`TestClient::problems`]).
 //!
 //! ```
 //! use acp_core::testing::TestClient;
@@ -51,195 +61,57 @@
 //! client.close().await // stdin closed; the agent must exit 0
 //! # }
 //! ```
+//!
+//! | file | owns |
+//! | --- | --- |
+//! | `mod.rs` | [`TestClient`]: requests, raw frames, the read cursor, waits, closing |
+//! | `builder.rs` | [`TestClientBuilder`]: capabilities, held methods, deadline, how the agent runs |
+//! | `session.rs` | [`TestSession`]: prompt turns, cancellation, waiting for updates |
+//! | `held.rs` | [`HeldRequest`]: an agent request the test answers by hand |
+//! | `editor.rs` | the fake editor: [`MemoryFs`], [`PermissionPolicy`], [`TerminalStub`] |
+//! | `wire.rs` | the pipe loops, transcript and cursor, deadlines, malformed-output checks |
+//! | `trace.rs` | what was seen: [`Frame`], [`Turn`], [`ToolCallTrace`] |
+//! | `tests.rs` | unit tests of the cursor, held requests and output checks |
 
+mod builder;
 mod editor;
+mod held;
+mod session;
+#[cfg(test)]
+mod tests;
 mod trace;
 mod wire;
 
 use std::path::PathBuf;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::AsyncReadExt;
 
+pub use builder::TestClientBuilder;
 pub use editor::{MemoryFs, PermissionPolicy, TerminalStub};
+pub use held::HeldRequest;
+pub use session::TestSession;
 pub use trace::{Direction, Frame, ToolCallTrace, Turn};
 
-use crate::schema::{ClientCapabilities, FileSystemCapabilities, SessionId, SessionUpdate};
-use crate::{Agent, Error, Result};
-use editor::{Editor, lock};
+use crate::schema::SessionId;
+use crate::{Error, Result};
+use builder::Agent_;
+use editor::lock;
 use wire::{Outgoing, Wire};
 
 /// The default deadline of every wait of a [`TestClient`].
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10);
-
-/// Configures a [`TestClient`]; by default the client has no capabilities.
-#[derive(Debug)]
-pub struct TestClientBuilder {
-    fs: Option<MemoryFs>,
-    terminal: Option<TerminalStub>,
-    permissions: PermissionPolicy,
-    cwd: Option<PathBuf>,
-    deadline: Duration,
-}
-
-impl Default for TestClientBuilder {
-    fn default() -> Self {
-        TestClientBuilder {
-            fs: None,
-            terminal: None,
-            permissions: PermissionPolicy::default(),
-            cwd: None,
-            deadline: DEFAULT_DEADLINE,
-        }
-    }
-}
-
-impl TestClientBuilder {
-    /// Advertises `fs.readTextFile` and `fs.writeTextFile`, served from `fs`.
-    #[must_use]
-    pub fn fs(mut self, fs: MemoryFs) -> Self {
-        self.fs = Some(fs);
-        self
-    }
-
-    /// Advertises the `terminal` capability, served by `stub`.
-    #[must_use]
-    pub fn terminal(mut self, stub: TerminalStub) -> Self {
-        self.terminal = Some(stub);
-        self
-    }
-
-    /// How permission requests are answered (default: allow once).
-    #[must_use]
-    pub fn permissions(mut self, policy: PermissionPolicy) -> Self {
-        self.permissions = policy;
-        self
-    }
-
-    /// The cwd of new sessions (default `/workspace`).
-    #[must_use]
-    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = Some(cwd.into());
-        self
-    }
-
-    /// How long any one wait of the client may take before it fails (default
-    /// [`DEFAULT_DEADLINE`]): an agent that deadlocks fails the test instead of hanging it.
-    #[must_use]
-    pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = deadline;
-        self
-    }
-
-    /// Starts `agent` in this process on an in-memory pipe and sends `initialize`.
-    pub async fn connect<A: Agent>(self, agent: A) -> Result<TestClient> {
-        let (client_io, agent_io) = tokio::io::duplex(1 << 16);
-        let (agent_read, agent_write) = tokio::io::split(agent_io);
-        let (client_read, client_write) = tokio::io::split(client_io);
-        let served = tokio::spawn(crate::serve(agent, agent_read, agent_write));
-        let no_stderr = Arc::default();
-        self.start(client_read, client_write, Agent_::Task(served), no_stderr)
-            .await
-    }
-
-    /// Starts the agent binary `command` with piped stdin, stdout and stderr, and sends
-    /// `initialize`: the agent is driven over real pipes, exactly as an editor drives it.
-    /// Its stderr is kept for failure messages; it is killed if the client is dropped.
-    pub async fn spawn(self, command: std::process::Command) -> Result<TestClient> {
-        let mut command = tokio::process::Command::from(command);
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command
-            .spawn()
-            .map_err(|e| Error::msg(format!("starting the agent failed: {e}")))?;
-        let (Some(stdin), Some(stdout), Some(mut stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err(Error::msg("the agent's stdio could not be piped"));
-        };
-        let log = Arc::new(Mutex::new(String::new()));
-        let sink = log.clone();
-        tokio::spawn(async move {
-            let mut buf = vec![0; 8192];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                lock(&sink).push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        self.start(stdout, stdin, Agent_::Process(child), log).await
-    }
-
-    /// Attaches to an agent already served at the other end of `read` (the agent's output)
-    /// and `write` (its input), e.g. by a test that runs [`serve`](crate::serve) itself over
-    /// streams it instruments, and sends `initialize`. [`TestClient::close`] then waits for
-    /// the agent's output to end.
-    pub async fn attach(
-        self,
-        read: impl tokio::io::AsyncRead + Unpin + Send + 'static,
-        write: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
-    ) -> Result<TestClient> {
-        self.start(read, write, Agent_::Attached, Arc::default())
-            .await
-    }
-
-    async fn start(
-        self,
-        read: impl tokio::io::AsyncRead + Unpin + Send + 'static,
-        write: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
-        agent: Agent_,
-        stderr: Arc<Mutex<String>>,
-    ) -> Result<TestClient> {
-        let capabilities = ClientCapabilities::new()
-            .fs(FileSystemCapabilities::new()
-                .read_text_file(self.fs.is_some())
-                .write_text_file(self.fs.is_some()))
-            .terminal(self.terminal.is_some());
-        let editor = Editor::new(
-            self.fs.unwrap_or_default(),
-            self.terminal.unwrap_or_default(),
-            self.permissions,
-        );
-        let wire = Wire::start(read, write, editor, self.deadline, stderr);
-        let mut client = TestClient {
-            wire,
-            cwd: self.cwd.unwrap_or_else(|| PathBuf::from("/workspace")),
-            agent: Mutex::new(Some(agent)),
-            initialize: Value::Null,
-        };
-        client.initialize = client
-            .request(
-                "initialize",
-                json!({"protocolVersion": 1, "clientCapabilities": capabilities}),
-            )
-            .await?;
-        Ok(client)
-    }
-}
-
-/// The agent a client drives.
-enum Agent_ {
-    /// In this process: `serve`'s task.
-    Task(tokio::task::JoinHandle<Result<()>>),
-    /// A child process.
-    Process(tokio::process::Child),
-    /// Served by the test itself.
-    Attached,
-}
 
 /// A client connected to an agent; see the [module docs](self).
 pub struct TestClient {
     wire: Arc<Wire>,
     cwd: PathBuf,
     agent: Mutex<Option<Agent_>>,
-    initialize: Value,
+    /// The `clientCapabilities` of `initialize`.
+    capabilities: Value,
+    /// The first successful answer to [`TestClient::initialize`].
+    initialize: OnceLock<Value>,
 }
 
 impl std::fmt::Debug for TestClient {
@@ -262,9 +134,21 @@ impl TestClient {
         TestClientBuilder::default()
     }
 
-    /// The agent's answer to `initialize`.
+    /// Sends `initialize` with protocol version 1 and the configured client capabilities, and
+    /// returns the answer. The builder does this when the client connects, unless told to
+    /// [`skip_initialize`](TestClientBuilder::skip_initialize).
+    pub async fn initialize(&self) -> Result<Value> {
+        let params = json!({"protocolVersion": 1, "clientCapabilities": self.capabilities});
+        let answer = self.request("initialize", params).await?;
+        let _ = self.initialize.set(answer.clone());
+        Ok(answer)
+    }
+
+    /// The agent's answer to `initialize` (to the first successful
+    /// [`initialize`](Self::initialize); `null` before it).
     pub fn initialize_response(&self) -> &Value {
-        &self.initialize
+        static NONE: Value = Value::Null;
+        self.initialize.get().unwrap_or(&NONE)
     }
 
     /// The in-memory file system the agent sees (empty if none was configured).
@@ -287,6 +171,21 @@ impl TestClient {
     /// What a spawned agent wrote to stderr so far (empty for an agent in this process).
     pub fn stderr(&self) -> String {
         lock(&self.wire.stderr).clone()
+    }
+
+    /// The last 40 frames of the transcript (`->` to the agent, `<-` from it) and the end of
+    /// the agent's stderr, for assertion messages.
+    pub fn describe(&self) -> String {
+        let frames = self.transcript();
+        let mut out = format!("--- transcript ({} frames, last 40) ---\n", frames.len());
+        for f in &frames[frames.len().saturating_sub(40)..] {
+            let arrow = match f.direction {
+                Direction::ToAgent => "->",
+                Direction::FromAgent => "<-",
+            };
+            out.push_str(&format!("{arrow} {}\n", f.message));
+        }
+        out + &self.wire.stderr_tail()
     }
 
     /// The requests the agent sent to the client, by method, in order.
@@ -332,11 +231,53 @@ impl TestClient {
         self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
     }
 
-    /// Sends a raw request and waits for its answer: the `result`, or the `error` as
-    /// [`Error::Rpc`].
+    /// Sends a request with a fresh id without waiting, and returns the id. Its answer is not
+    /// consumed: it comes through [`next_frame`](Self::next_frame), or wait for it with
+    /// [`wait_for_response`](Self::wait_for_response).
+    pub fn send_request(&self, method: &str, params: Value) -> Value {
+        let id = json!(self.wire.next_id());
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// Sends a request and waits for its answer: the `result`, or the `error` as
+    /// [`Error::Rpc`]. The answer is taken: [`next_frame`](Self::next_frame) skips it.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value> {
         let (answer, _) = self.wire.request(method, params).await?;
         answer
+    }
+
+    /// Waits for the agent's next frame after the client's read cursor, and moves the cursor
+    /// past it: successive calls return every frame the agent sends, once each, in order. The
+    /// answers to the client's own waited-for requests ([`request`](Self::request),
+    /// [`new_session`](Self::new_session), [`TestSession::prompt`], `initialize`…) are
+    /// skipped; everything else is returned (updates, the agent's requests, held or not,
+    /// answers to [`send_request`](Self::send_request) and to raw frames). The cursor starts
+    /// at the beginning of the transcript; [`wait_for`](Self::wait_for) does not move it.
+    pub async fn next_frame(&self) -> Result<Frame> {
+        self.wire.next_frame().await
+    }
+
+    /// Every frame the agent sent after the read cursor that has arrived so far (as
+    /// [`next_frame`](Self::next_frame) would return them, without waiting), and moves the
+    /// cursor past them: to skip what a test does not care about, or to assert that nothing
+    /// unexpected arrived (on a paused clock, after a `tokio::time::sleep`).
+    pub fn take_unread(&self) -> Vec<Frame> {
+        self.wire.take_unread()
+    }
+
+    /// Waits for the agent's next request of `method`, which must be
+    /// [held](TestClientBuilder::hold), and hands it over to be answered by hand. Requests are
+    /// handed over once each, oldest first (independently of the read cursor).
+    pub async fn next_request(&self, method: &str) -> Result<HeldRequest> {
+        if !self.wire.holds(method) {
+            return Err(Error::msg(format!(
+                "`{method}` requests are answered by the test client: hold them with \
+                 `TestClientBuilder::hold({method:?})` to answer them by hand"
+            )));
+        }
+        let message = self.wire.next_held(method).await?;
+        Ok(HeldRequest::new(self.wire.clone(), message))
     }
 
     /// Waits until the agent sends a frame for which `pred` holds (searching the whole
@@ -348,7 +289,8 @@ impl TestClient {
     }
 
     /// Waits for the agent's answer to the request with this `id` (one sent with
-    /// [`send`](Self::send)), and returns the whole frame.
+    /// [`send`](Self::send) or [`send_request`](Self::send_request)), and returns the whole
+    /// frame.
     pub async fn wait_for_response(&self, id: &Value) -> Result<Value> {
         let frame = self
             .wait_for(&format!("the response to id {id}"), |f| {
@@ -356,6 +298,13 @@ impl TestClient {
             })
             .await?;
         Ok(frame.message)
+    }
+
+    /// Changes the deadline of every later wait of the client (see
+    /// [`TestClientBuilder::deadline`]), e.g. to hold one step, such as
+    /// [`close`](Self::close), to a tighter limit.
+    pub fn set_deadline(&self, deadline: Duration) {
+        self.wire.set_deadline(deadline);
     }
 
     /// Creates a session (`session/new`) in the configured cwd.
@@ -414,101 +363,5 @@ impl TestClient {
         finished?;
         self.wire.wait_ended().await?;
         self.wire.check()
-    }
-}
-
-/// A session of a [`TestClient`].
-#[derive(Debug)]
-pub struct TestSession<'a> {
-    client: &'a TestClient,
-    id: SessionId,
-    answer: Value,
-}
-
-impl TestSession<'_> {
-    /// The session's id.
-    pub fn id(&self) -> &SessionId {
-        &self.id
-    }
-
-    /// The agent's answer to `session/new` (modes, config options…).
-    pub fn new_session_response(&self) -> &Value {
-        &self.answer
-    }
-
-    /// Sends a text prompt and waits for the turn to end.
-    pub async fn prompt(&self, text: &str) -> Result<Turn> {
-        self.prompt_blocks(json!([{"type": "text", "text": text}]))
-            .await
-    }
-
-    /// Sends a prompt made of raw content blocks and waits for the turn to end.
-    pub async fn prompt_blocks(&self, blocks: Value) -> Result<Turn> {
-        let wire = &self.client.wire;
-        let start = wire.len();
-        let (answer, end) = wire
-            .request(
-                "session/prompt",
-                json!({"sessionId": self.id, "prompt": blocks}),
-            )
-            .await?;
-        let frames = wire.frames_since(start);
-        let updates = frames
-            .iter()
-            .enumerate()
-            .filter(|(i, f)| start + i < end && f.direction == Direction::FromAgent)
-            .filter_map(|(_, f)| f.session_update())
-            .filter(|n| n.session_id == self.id)
-            .map(|n| n.update)
-            .collect();
-        Ok(Turn {
-            session: self.id.clone(),
-            answer,
-            updates,
-            frames,
-        })
-    }
-
-    /// Sends `session/cancel` for this session now.
-    pub fn cancel(&self) {
-        self.client
-            .notify("session/cancel", json!({"sessionId": self.id}));
-    }
-
-    /// Sends `session/cancel` as soon as the agent sends an update matching `when` (the cancel
-    /// is written before the client answers any request the agent sends after that update).
-    pub fn cancel_when(&self, when: impl Fn(&SessionUpdate) -> bool + Send + 'static) {
-        self.client
-            .wire
-            .cancel_when(self.id.clone(), Box::new(when));
-    }
-
-    /// Waits until the agent sends an update of this session for which `pred` holds.
-    pub async fn wait_for_update(
-        &self,
-        what: &str,
-        pred: impl Fn(&SessionUpdate) -> bool,
-    ) -> Result<SessionUpdate> {
-        let frame = self
-            .client
-            .wait_for(what, |f| {
-                f.session_update()
-                    .is_some_and(|n| n.session_id == self.id && pred(&n.update))
-            })
-            .await?;
-        frame
-            .session_update()
-            .map(|n| n.update)
-            .ok_or_else(|| Error::msg("the update vanished"))
-    }
-
-    /// Sets the session's mode (`session/set_mode`).
-    pub async fn set_mode(&self, mode: &str) -> Result<Value> {
-        self.client
-            .request(
-                "session/set_mode",
-                json!({"sessionId": self.id, "modeId": mode}),
-            )
-            .await
     }
 }

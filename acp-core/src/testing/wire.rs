@@ -1,13 +1,16 @@
 //! The wire between the test client and the agent: the reader and writer loops over any byte
-//! streams (an in-memory pipe, or a child process's stdin/stdout), the transcript, the table of
-//! requests awaiting the agent's answer, and the checks that turn malformed output into a test
-//! failure.
+//! streams (an in-memory pipe, or a child process's stdin/stdout), the transcript and the
+//! read cursor over it, the table of requests awaiting the agent's answer, the queues of
+//! requests held for the test to answer, deadlines, and the checks that turn malformed output
+//! into a test failure.
 //!
-//! Every line the agent writes must be one JSON-RPC 2.0 object; a `session/update` must match
-//! the schema; a response must carry exactly one of `result` and `error`. Anything else is
-//! recorded as a problem, and every operation of the client fails once a problem was seen.
+//! Every line the agent writes must be one JSON-RPC 2.0 object ending in a bare `\n`; a
+//! `session/update` must match the schema; a response must carry exactly one of `result` and
+//! `error` (its `id` may be `null`: the answer to a line that could not be read). Anything
+//! else is recorded as a problem, and every operation of the client fails once a problem was
+//! seen.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -45,6 +48,15 @@ type CancelTrigger = (SessionId, Box<dyn Fn(&SessionUpdate) -> bool + Send>);
 /// Everything both loops and the client share.
 pub(super) struct Wire {
     transcript: Mutex<Vec<Frame>>,
+    /// Transcript indices of the answers to the client's own requests (taken by the request
+    /// that waited for them, so the read cursor skips them). Locked after `transcript`.
+    answered: Mutex<HashSet<usize>>,
+    /// The read cursor of `next_frame`: the transcript index to look at next.
+    cursor: Mutex<usize>,
+    /// Methods whose requests the test answers by hand.
+    held_methods: HashSet<String>,
+    /// Held requests not yet taken by `next_request`, by method, oldest first.
+    held: Mutex<HashMap<String, VecDeque<Value>>>,
     /// Woken whenever a frame is recorded or the agent's output ends.
     changed: Notify,
     pending: Mutex<HashMap<i64, oneshot::Sender<(Value, usize)>>>,
@@ -57,7 +69,7 @@ pub(super) struct Wire {
     /// Sessions to cancel when an update matching the predicate arrives.
     cancel_on: Mutex<Vec<CancelTrigger>>,
     /// How long any one wait of the client may take.
-    pub deadline: Duration,
+    deadline: Mutex<Duration>,
     /// What the agent process wrote to stderr (empty in process).
     pub stderr: Arc<Mutex<String>>,
 }
@@ -68,12 +80,17 @@ impl Wire {
         read: impl AsyncRead + Unpin + Send + 'static,
         write: impl AsyncWrite + Unpin + Send + 'static,
         editor: Editor,
+        held_methods: HashSet<String>,
         deadline: Duration,
         stderr: Arc<Mutex<String>>,
     ) -> Arc<Wire> {
         let (tx, rx) = mpsc::unbounded_channel();
         let wire = Arc::new(Wire {
             transcript: Mutex::new(Vec::new()),
+            answered: Mutex::new(HashSet::new()),
+            cursor: Mutex::new(0),
+            held_methods,
+            held: Mutex::new(HashMap::new()),
             changed: Notify::new(),
             pending: Mutex::new(HashMap::new()),
             problems: Mutex::new(Vec::new()),
@@ -82,7 +99,7 @@ impl Wire {
             next_id: AtomicI64::new(1),
             editor,
             cancel_on: Mutex::new(Vec::new()),
-            deadline,
+            deadline: Mutex::new(deadline),
             stderr,
         });
         tokio::spawn(write_loop(rx, write, Arc::downgrade(&wire)));
@@ -90,10 +107,15 @@ impl Wire {
         wire
     }
 
-    fn record(&self, direction: Direction, message: Value) -> usize {
+    /// Appends a frame to the transcript; `own_answer` marks the answer to one of the client's
+    /// own requests, which the read cursor skips.
+    fn record(&self, direction: Direction, message: Value, own_answer: bool) -> usize {
         let index = {
             let mut t = lock(&self.transcript);
             t.push(Frame { direction, message });
+            if own_answer {
+                lock(&self.answered).insert(t.len() - 1);
+            }
             t.len() - 1
         };
         self.changed.notify_waiters();
@@ -169,23 +191,107 @@ impl Wire {
         lock(&self.cancel_on).push((session, when));
     }
 
+    /// Changes the deadline of every later wait.
+    pub fn set_deadline(&self, deadline: Duration) {
+        *lock(&self.deadline) = deadline;
+    }
+
+    /// A fresh id for a request of the client.
+    pub fn next_id(&self) -> i64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// Runs `fut` under the client's deadline; `what` names what was awaited.
     pub async fn within<T>(&self, what: &str, fut: impl Future<Output = Result<T>>) -> Result<T> {
-        match tokio::time::timeout(self.deadline, fut).await {
+        let deadline = *lock(&self.deadline);
+        match tokio::time::timeout(deadline, fut).await {
             Ok(result) => result,
             Err(_) => Err(Error::msg(format!(
-                "the test client waited {:?} for {what}: the agent hung or never answered{}",
-                self.deadline,
+                "the test client waited {deadline:?} for {what}: the agent hung or never \
+                 answered{}",
                 self.stderr_tail()
             ))),
         }
+    }
+
+    /// Waits (under the deadline) until `poll` finds something, re-polling whenever a frame
+    /// is recorded; fails on malformed output, or when the agent's output ended first.
+    async fn poll_until<T>(&self, what: &str, mut poll: impl FnMut() -> Option<T>) -> Result<T> {
+        let search = async {
+            loop {
+                let notified = self.changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                self.check()?;
+                if let Some(found) = poll() {
+                    return Ok(found);
+                }
+                if self.ended.load(Ordering::Acquire) {
+                    return Err(Error::msg(format!(
+                        "the agent's output ended before {what}{}",
+                        self.stderr_tail()
+                    )));
+                }
+                notified.await;
+            }
+        };
+        self.within(what, search).await
+    }
+
+    /// The agent's next frame after the read cursor (skipping the answers to the client's own
+    /// requests), waiting for it under the deadline; advances the cursor past it.
+    pub async fn next_frame(&self) -> Result<Frame> {
+        self.poll_until("the agent's next frame", || {
+            let t = lock(&self.transcript);
+            let answered = lock(&self.answered);
+            let mut cursor = lock(&self.cursor);
+            while *cursor < t.len() {
+                let i = *cursor;
+                *cursor += 1;
+                if t[i].direction == Direction::FromAgent && !answered.contains(&i) {
+                    return Some(t[i].clone());
+                }
+            }
+            None
+        })
+        .await
+    }
+
+    /// The agent's frames after the read cursor received so far (skipping the answers to the
+    /// client's own requests); moves the cursor to the end.
+    pub fn take_unread(&self) -> Vec<Frame> {
+        let t = lock(&self.transcript);
+        let answered = lock(&self.answered);
+        let mut cursor = lock(&self.cursor);
+        let unread = (*cursor..t.len())
+            .filter(|i| t[*i].direction == Direction::FromAgent && !answered.contains(i))
+            .map(|i| t[i].clone())
+            .collect();
+        *cursor = t.len();
+        unread
+    }
+
+    /// Whether the test answers requests of `method` itself.
+    pub fn holds(&self, method: &str) -> bool {
+        self.held_methods.contains(method)
+    }
+
+    /// Waits (under the deadline) for the oldest held request of `method` not yet taken.
+    pub async fn next_held(&self, method: &str) -> Result<Value> {
+        let what = format!("a `{method}` request from the agent");
+        self.poll_until(&what, || {
+            lock(&self.held)
+                .get_mut(method)
+                .and_then(VecDeque::pop_front)
+        })
+        .await
     }
 
     /// Sends a request and waits (under the deadline) for its answer and the answer's index in
     /// the transcript. The answer is the `result`, or the `error` as [`Error::Rpc`].
     pub async fn request(&self, method: &str, params: Value) -> Result<(Result<Value>, usize)> {
         self.check()?;
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = self.next_id();
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id, tx);
         let frame = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -225,30 +331,14 @@ impl Wire {
 
     /// Waits (under the deadline) until a recorded frame satisfies `pred`; returns it.
     pub async fn wait_for(&self, what: &str, pred: impl Fn(&Frame) -> bool) -> Result<Frame> {
-        let search = async {
-            let mut from = 0;
-            loop {
-                let notified = self.changed.notified();
-                tokio::pin!(notified);
-                notified.as_mut().enable();
-                {
-                    let t = lock(&self.transcript);
-                    if let Some(f) = t[from..].iter().find(|f| pred(f)) {
-                        return Ok(f.clone());
-                    }
-                    from = t.len();
-                }
-                self.check()?;
-                if self.ended.load(Ordering::Acquire) {
-                    return Err(Error::msg(format!(
-                        "the agent's output ended before {what}{}",
-                        self.stderr_tail()
-                    )));
-                }
-                notified.await;
-            }
-        };
-        self.within(what, search).await
+        let mut from = 0;
+        self.poll_until(what, || {
+            let t = lock(&self.transcript);
+            let found = t[from..].iter().find(|f| pred(f)).cloned();
+            from = t.len();
+            found
+        })
+        .await
     }
 
     /// Waits (under the deadline) until the agent's output ends.
@@ -275,7 +365,7 @@ async fn write_loop(
 ) {
     while let Some(frame) = rx.recv().await {
         let Some(shared) = wire.upgrade() else { break };
-        shared.record(Direction::ToAgent, frame.message);
+        shared.record(Direction::ToAgent, frame.message, false);
         drop(shared);
         if w.write_all(&frame.bytes).await.is_err() || w.flush().await.is_err() {
             return;
@@ -304,6 +394,11 @@ async fn read_loop(r: impl AsyncRead + Unpin, wire: Arc<Wire>) {
                 "the agent's output ended in the middle of a line: {:?}",
                 String::from_utf8_lossy(line)
             ));
+        } else if line.ends_with(b"\r") {
+            wire.problem(format!(
+                "a line ends in \\r\\n instead of a bare \\n: {:?}",
+                String::from_utf8_lossy(line)
+            ));
         }
         received(&wire, line).await;
     }
@@ -320,27 +415,40 @@ async fn received(wire: &Arc<Wire>, line: &[u8]) {
         Err(e) => {
             let text = String::from_utf8_lossy(line).into_owned();
             wire.problem(format!("not JSON ({e}): {text:?}"));
-            wire.record(Direction::FromAgent, Value::String(text));
+            wire.record(Direction::FromAgent, Value::String(text), false);
             return;
         }
     };
     if let Some(problem) = malformed(&message) {
         wire.problem(format!("{problem}: {message}"));
     }
-    let index = wire.record(Direction::FromAgent, message.clone());
     let method = message.get("method").and_then(Value::as_str);
     match (method, message.get("id")) {
         (Some("session/update"), None) => {
-            match serde_json::from_value::<crate::schema::SessionNotification>(
+            let update = serde_json::from_value::<crate::schema::SessionNotification>(
                 message.get("params").cloned().unwrap_or(Value::Null),
-            ) {
-                Ok(n) => fire_cancels(wire, &n.session_id, &n.update),
-                Err(e) => wire.problem(format!(
+            );
+            if let Err(e) = &update {
+                wire.problem(format!(
                     "a session/update that does not match the schema ({e}): {message}"
-                )),
+                ));
+            }
+            wire.record(Direction::FromAgent, message, false);
+            if let Ok(n) = update {
+                fire_cancels(wire, &n.session_id, &n.update);
             }
         }
+        (Some(method), Some(_)) if wire.holds(method) => {
+            let method = method.to_owned();
+            wire.record(Direction::FromAgent, message.clone(), false);
+            lock(&wire.held)
+                .entry(method)
+                .or_default()
+                .push_back(message);
+            wire.changed.notify_waiters();
+        }
         (Some(method), Some(id)) => {
+            wire.record(Direction::FromAgent, message.clone(), false);
             let method = method.to_owned();
             let id = id.clone();
             let params = message.get("params").cloned().unwrap_or(Value::Null);
@@ -358,13 +466,15 @@ async fn received(wire: &Arc<Wire>, line: &[u8]) {
             });
         }
         (None, Some(Value::Number(id))) => {
-            if let Some(id) = id.as_i64()
-                && let Some(tx) = lock(&wire.pending).remove(&id)
-            {
+            let waiter = id.as_i64().and_then(|id| lock(&wire.pending).remove(&id));
+            let index = wire.record(Direction::FromAgent, message.clone(), waiter.is_some());
+            if let Some(tx) = waiter {
                 let _ = tx.send((message, index));
             }
         }
-        _ => {}
+        _ => {
+            wire.record(Direction::FromAgent, message, false);
+        }
     }
 }
 

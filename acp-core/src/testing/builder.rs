@@ -1,0 +1,250 @@
+//! Configuring and starting a [`TestClient`]: what the fake editor offers (file system,
+//! terminal, permission answers), which requests the test answers by hand, the deadline, and
+//! how the agent runs (in process, as a child process, or served by the test itself).
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+
+use super::editor::{Editor, MemoryFs, PermissionPolicy, TerminalStub, lock};
+use super::wire::Wire;
+use super::{DEFAULT_DEADLINE, TestClient};
+use crate::schema::{ClientCapabilities, FileSystemCapabilities};
+use crate::{Agent, Error, Result};
+
+/// Configures a [`TestClient`]; by default the client has no capabilities.
+#[derive(Debug)]
+pub struct TestClientBuilder {
+    fs: Option<MemoryFs>,
+    terminal: Option<TerminalStub>,
+    permissions: PermissionPolicy,
+    cwd: Option<PathBuf>,
+    deadline: Duration,
+    held: HashSet<String>,
+    initialize: bool,
+}
+
+impl Default for TestClientBuilder {
+    fn default() -> Self {
+        TestClientBuilder {
+            fs: None,
+            terminal: None,
+            permissions: PermissionPolicy::default(),
+            cwd: None,
+            deadline: DEFAULT_DEADLINE,
+            held: HashSet::new(),
+            initialize: true,
+        }
+    }
+}
+
+impl TestClientBuilder {
+    /// Advertises `fs.readTextFile` and `fs.writeTextFile`, served from `fs`.
+    #[must_use]
+    pub fn fs(mut self, fs: MemoryFs) -> Self {
+        self.fs = Some(fs);
+        self
+    }
+
+    /// Advertises the `terminal` capability, served by `stub`.
+    #[must_use]
+    pub fn terminal(mut self, stub: TerminalStub) -> Self {
+        self.terminal = Some(stub);
+        self
+    }
+
+    /// How permission requests are answered (default: allow once).
+    #[must_use]
+    pub fn permissions(mut self, policy: PermissionPolicy) -> Self {
+        self.permissions = policy;
+        self
+    }
+
+    /// The cwd of new sessions (default `/workspace`).
+    #[must_use]
+    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// How long any one wait of the client may take before it fails (default
+    /// [`DEFAULT_DEADLINE`]): an agent that deadlocks fails the test instead of hanging it.
+    /// [`TestClient::set_deadline`] changes it later.
+    #[must_use]
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Holds every request of `method` the agent sends (e.g. `"session/request_permission"`
+    /// or `"fs/read_text_file"`) instead of answering it: the test takes each one with
+    /// [`TestClient::next_request`] and answers it by hand, when it wants and how it wants,
+    /// so it can check what the agent does (and does not do) while it waits. A held method
+    /// overrides the [permission policy](Self::permissions), the file system and the terminal
+    /// stub for that method. Call it once per method.
+    ///
+    /// ```
+    /// use acp_core::schema::{PermissionOption, PermissionOptionKind, StopReason};
+    /// use acp_core::testing::TestClient;
+    /// use acp_core::{Agent, Prompt, Result, Session};
+    ///
+    /// /// Asks before it works.
+    /// struct Careful;
+    /// impl Agent for Careful {
+    ///     async fn prompt(&self, cx: &Session, _prompt: Prompt) -> Result<StopReason> {
+    ///         let call = cx.tool_call("Delete the build").start().await?;
+    ///         let allow = PermissionOption::new("yes", "Yes", PermissionOptionKind::AllowOnce);
+    ///         call.request_permission(vec![allow]).await?;
+    ///         call.in_progress().await?;
+    ///         call.complete(vec![]).await?;
+    ///         Ok(StopReason::EndTurn)
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() {
+    /// let client = TestClient::builder()
+    ///     .hold("session/request_permission")
+    ///     .connect(Careful)
+    ///     .await
+    ///     .unwrap();
+    /// let session = client.new_session().await.unwrap();
+    /// let prompt_id = session.start_prompt("clean up");
+    ///
+    /// // Frame by frame, in the order the agent sent them.
+    /// let call = client.next_frame().await.unwrap();
+    /// assert_eq!(call.message["params"]["update"]["sessionUpdate"], "tool_call");
+    /// let ask = client.next_request("session/request_permission").await.unwrap();
+    /// assert_eq!(client.next_frame().await.unwrap().message, *ask.message());
+    ///
+    /// // While the question is open the agent does nothing else (on a paused clock this
+    /// // sleep returns as soon as the agent is idle).
+    /// tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    /// assert!(client.take_unread().is_empty());
+    ///
+    /// ask.select("yes");
+    /// let status = |f: acp_core::testing::Frame| f.message["params"]["update"]["status"].clone();
+    /// assert_eq!(status(client.next_frame().await.unwrap()), "in_progress");
+    /// assert_eq!(status(client.next_frame().await.unwrap()), "completed");
+    /// assert!(client.next_frame().await.unwrap().is_response_to(&prompt_id));
+    /// drop(session);
+    /// client.close().await.unwrap();
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn hold(mut self, method: impl Into<String>) -> Self {
+        self.held.insert(method.into());
+        self
+    }
+
+    /// Connects without sending `initialize`: for tests of what the agent does before it, or
+    /// with a malformed one. Send it with [`TestClient::initialize`] or
+    /// [`TestClient::request`].
+    #[must_use]
+    pub fn skip_initialize(mut self) -> Self {
+        self.initialize = false;
+        self
+    }
+
+    /// Starts `agent` in this process on an in-memory pipe and sends `initialize`.
+    pub async fn connect<A: Agent>(self, agent: A) -> Result<TestClient> {
+        let (client_io, agent_io) = tokio::io::duplex(1 << 16);
+        let (agent_read, agent_write) = tokio::io::split(agent_io);
+        let (client_read, client_write) = tokio::io::split(client_io);
+        let served = tokio::spawn(crate::serve(agent, agent_read, agent_write));
+        let no_stderr = Arc::default();
+        self.start(client_read, client_write, Agent_::Task(served), no_stderr)
+            .await
+    }
+
+    /// Starts the agent binary `command` with piped stdin, stdout and stderr, and sends
+    /// `initialize`: the agent is driven over real pipes, exactly as an editor drives it.
+    /// Its stderr is kept for failure messages; it is killed if the client is dropped.
+    pub async fn spawn(self, command: std::process::Command) -> Result<TestClient> {
+        let mut command = tokio::process::Command::from(command);
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command
+            .spawn()
+            .map_err(|e| Error::msg(format!("starting the agent failed: {e}")))?;
+        let (Some(stdin), Some(stdout), Some(mut stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(Error::msg("the agent's stdio could not be piped"));
+        };
+        let log = Arc::new(Mutex::new(String::new()));
+        let sink = log.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0; 8192];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                lock(&sink).push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        self.start(stdout, stdin, Agent_::Process(child), log).await
+    }
+
+    /// Attaches to an agent already served at the other end of `read` (the agent's output)
+    /// and `write` (its input), e.g. by a test that runs [`serve`](crate::serve) itself over
+    /// streams it instruments, and sends `initialize`. [`TestClient::close`] then waits for
+    /// the agent's output to end.
+    pub async fn attach(
+        self,
+        read: impl AsyncRead + Unpin + Send + 'static,
+        write: impl AsyncWrite + Unpin + Send + 'static,
+    ) -> Result<TestClient> {
+        self.start(read, write, Agent_::Attached, Arc::default())
+            .await
+    }
+
+    async fn start(
+        self,
+        read: impl AsyncRead + Unpin + Send + 'static,
+        write: impl AsyncWrite + Unpin + Send + 'static,
+        agent: Agent_,
+        stderr: Arc<Mutex<String>>,
+    ) -> Result<TestClient> {
+        let capabilities = ClientCapabilities::new()
+            .fs(FileSystemCapabilities::new()
+                .read_text_file(self.fs.is_some())
+                .write_text_file(self.fs.is_some()))
+            .terminal(self.terminal.is_some());
+        let editor = Editor::new(
+            self.fs.unwrap_or_default(),
+            self.terminal.unwrap_or_default(),
+            self.permissions,
+        );
+        let wire = Wire::start(read, write, editor, self.held, self.deadline, stderr);
+        let client = TestClient {
+            wire,
+            cwd: self.cwd.unwrap_or_else(|| PathBuf::from("/workspace")),
+            agent: Mutex::new(Some(agent)),
+            capabilities: json!(capabilities),
+            initialize: OnceLock::new(),
+        };
+        if self.initialize {
+            client.initialize().await?;
+        }
+        Ok(client)
+    }
+}
+
+/// The agent a client drives.
+pub(super) enum Agent_ {
+    /// In this process: `serve`'s task.
+    Task(tokio::task::JoinHandle<Result<()>>),
+    /// A child process.
+    Process(tokio::process::Child),
+    /// Served by the test itself.
+    Attached,
+}

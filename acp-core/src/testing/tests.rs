@@ -1,0 +1,118 @@
+//! Unit tests of the client's own machinery (read cursor, held requests, malformed-output
+//! checks) against an agent played by hand at the other end of an in-memory pipe.
+
+use serde_json::{Value, json};
+use tokio::io::{
+    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf, split,
+};
+
+use super::TestClient;
+use super::builder::TestClientBuilder;
+
+/// The agent's end of the pipe: the lines the client writes, and the agent's output.
+struct HandAgent {
+    input: Lines<BufReader<ReadHalf<DuplexStream>>>,
+    output: WriteHalf<DuplexStream>,
+}
+
+impl HandAgent {
+    async fn read(&mut self) -> Value {
+        let line = self.input.next_line().await.unwrap().unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    async fn write(&mut self, raw: &str) {
+        self.output.write_all(raw.as_bytes()).await.unwrap();
+    }
+}
+
+async fn attached(builder: TestClientBuilder) -> (TestClient, HandAgent) {
+    let (client_io, agent_io) = tokio::io::duplex(1 << 16);
+    let (client_read, client_write) = split(client_io);
+    let (agent_read, agent_write) = split(agent_io);
+    let client = builder
+        .skip_initialize()
+        .attach(client_read, client_write)
+        .await
+        .unwrap();
+    let agent = HandAgent {
+        input: BufReader::new(agent_read).lines(),
+        output: agent_write,
+    };
+    (client, agent)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_error_answer_with_a_null_id_is_legitimate_but_a_crlf_line_is_not() {
+    let (client, mut agent) = attached(TestClient::builder()).await;
+    let parse_error = json!({"jsonrpc": "2.0", "id": null,
+        "error": {"code": -32700, "message": "Parse error"}});
+    agent.write(&format!("{parse_error}\n")).await;
+    assert_eq!(client.next_frame().await.unwrap().message, parse_error);
+    assert!(client.problems().is_empty(), "{:?}", client.problems());
+
+    agent
+        .write("{\"jsonrpc\": \"2.0\", \"method\": \"x\"}\r\n")
+        .await;
+    let failed = client.next_frame().await.unwrap_err().to_string();
+    assert!(failed.contains("\\r\\n instead of a bare \\n"), "{failed}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_cursor_skips_answers_to_own_requests_but_not_to_sent_ones() {
+    let (client, mut agent) = attached(TestClient::builder()).await;
+    let (answer, ()) = tokio::join!(client.request("ping", json!({})), async {
+        let ping = agent.read().await;
+        agent
+            .write("{\"jsonrpc\": \"2.0\", \"method\": \"note\"}\n")
+            .await;
+        let answer = json!({"jsonrpc": "2.0", "id": ping["id"], "result": {"pong": 1}});
+        agent.write(&format!("{answer}\n")).await;
+    });
+    assert_eq!(answer.unwrap(), json!({"pong": 1}));
+    assert_eq!(client.next_frame().await.unwrap().method(), Some("note"));
+    assert!(client.take_unread().is_empty(), "the answer was taken");
+
+    let id = client.send_request("ping", json!({}));
+    let ping = agent.read().await;
+    assert_eq!(ping["id"], id);
+    agent
+        .write(&format!(
+            "{}\n",
+            json!({"jsonrpc": "2.0", "id": id, "result": {}})
+        ))
+        .await;
+    assert!(client.next_frame().await.unwrap().is_response_to(&id));
+    // Nothing else comes: on the paused clock the deadline passes at once.
+    let waited = client.next_frame().await.unwrap_err().to_string();
+    assert!(waited.contains("the agent's next frame"), "{waited}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn held_requests_are_handed_over_in_order_and_answered_by_hand() {
+    let builder = TestClient::builder().hold("fs/read_text_file");
+    let (client, mut agent) = attached(builder).await;
+    for id in [7, 8] {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "fs/read_text_file",
+            "params": {"path": "/a"}});
+        agent.write(&format!("{request}\n")).await;
+    }
+    let first = client.next_request("fs/read_text_file").await.unwrap();
+    let second = client.next_request("fs/read_text_file").await.unwrap();
+    assert_eq!(
+        (first.id(), first.params()),
+        (&json!(7), &json!({"path": "/a"}))
+    );
+    second.respond_error(-32002, "Resource not found");
+    first.respond(json!({"content": "alpha"}));
+    assert_eq!(
+        agent.read().await,
+        json!({"jsonrpc": "2.0", "id": 8, "error": {"code": -32002, "message": "Resource not found"}})
+    );
+    assert_eq!(
+        agent.read().await,
+        json!({"jsonrpc": "2.0", "id": 7, "result": {"content": "alpha"}})
+    );
+    let refused = client.next_request("session/request_permission").await;
+    assert!(refused.unwrap_err().to_string().contains("hold"));
+}
