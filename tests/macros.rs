@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use acp::schema::{
     AuthMethod, AuthMethodAgent, AuthMethodId, SessionMode, SessionModeId, SessionModeState,
@@ -14,7 +13,6 @@ use acp::schema::{
 use acp::testing::TestClient;
 use acp::{Agent, Prompt, Session, SessionSetup, StopReason, ToolKind};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 // ---------------------------------------------------------------------------------------------
 // Info and capabilities
@@ -117,52 +115,39 @@ fn info_and_capabilities_follow_the_attribute_and_the_methods_that_exist() {
     assert_eq!(agent.helper(), 1);
 }
 
-/// Sends `requests` one by one over an in-memory pipe and returns every frame received up to
+/// Sends `requests` one by one through the test client and returns every frame received up to
 /// each answer.
 async fn exchange(agent: impl Agent, requests: &[(&str, Value)]) -> Vec<Value> {
-    let (ours, theirs) = tokio::io::duplex(1 << 16);
-    let (agent_in, agent_out) = tokio::io::split(theirs);
-    let server = tokio::spawn(acp::serve(agent, agent_in, agent_out));
-    let (read, mut write) = tokio::io::split(ours);
-    let mut lines = BufReader::new(read).lines();
+    let c = TestClient::builder()
+        .skip_initialize()
+        .connect(agent)
+        .await
+        .unwrap();
     let mut frames = Vec::new();
     let mut session = Value::Null;
-    for (i, (method, params)) in requests.iter().enumerate() {
+    for (method, params) in requests {
         let mut params = params.clone();
         if let Some(obj) = params.as_object_mut()
             && obj.contains_key("sessionId")
         {
             obj.insert("sessionId".into(), session.clone());
         }
-        let frame = json!({ "jsonrpc": "2.0", "id": i, "method": method, "params": params });
-        write
-            .write_all(format!("{frame}\n").as_bytes())
-            .await
-            .unwrap();
+        let id = c.send_request(method, params);
+        // Everything the agent sends, up to and including this request's answer.
         loop {
-            let line = tokio::time::timeout(Duration::from_secs(5), lines.next_line())
-                .await
-                .expect("an answer within 5 s")
-                .unwrap()
-                .expect("the connection stays open");
-            let frame: Value = serde_json::from_str(&line).unwrap();
-            let done = frame["id"] == json!(i);
+            let frame = c.next_frame().await.unwrap().message;
             if let Some(id) = frame.pointer("/result/sessionId") {
                 session = id.clone();
             }
+            let done = frame["id"] == id && frame.get("method").is_none();
             frames.push(frame);
             if done {
                 break;
             }
         }
     }
-    // End of input for the agent (both halves of our end must go).
-    drop((write, lines));
-    tokio::time::timeout(Duration::from_secs(5), server)
-        .await
-        .expect("the agent stops at end of input")
-        .unwrap()
-        .unwrap();
+    // End of input for the agent: it must stop cleanly.
+    c.close().await.unwrap();
     frames
 }
 
