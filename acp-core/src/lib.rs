@@ -29,7 +29,7 @@
 //! | `testing` | the scripted client (feature `testing`) |
 //! | `__private` | the ABI of the macros' expansion |
 #![deny(missing_docs)]
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]
 
 #[doc(hidden)]
