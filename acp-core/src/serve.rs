@@ -40,12 +40,11 @@ where
 {
     static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
     let span = debug_span!("acp", conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed));
-    let (peer, queue) = Peer::new();
+    let (peer, queue) = Peer::new(writer);
     let conn = Arc::new(Connection::new(peer.clone()));
     let agent = Arc::new(agent);
     conn.extensions.insert(Tools(agent.clone()));
-    let writer_task =
-        tokio::spawn(write_loop(queue, writer, peer.clone()).instrument(span.clone()));
+    let writer_task = tokio::spawn(write_loop(queue, peer.clone()).instrument(span.clone()));
     let router = Router::new(agent, conn.clone());
     let read = read_loop(reader, &peer, &router)
         .instrument(span.clone())

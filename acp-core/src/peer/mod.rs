@@ -7,10 +7,11 @@ pub(crate) mod reader;
 pub(crate) mod writer;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use serde::Serialize;
-use tokio::sync::mpsc;
+use tokio::io::{AsyncWrite, BufWriter};
+use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{self, Answer, Pending};
@@ -85,22 +86,45 @@ impl Frame {
     }
 }
 
+/// The output, buffered: written by the writer task, or directly by [`Peer::send_now`].
+pub(crate) type Output = BufWriter<Box<dyn AsyncWrite + Unpin + Send>>;
+
 /// The client, as seen by everything that talks to it.
-#[derive(Debug)]
 pub(crate) struct Peer {
     out: mpsc::Sender<Frame>,
+    /// Frames queued and not yet written (or dropped) by the writer.
+    in_flight: AtomicUsize,
+    /// The output; whoever holds the lock writes.
+    output: Mutex<Output>,
+    /// The writer has stopped: nothing more is written.
+    stopped: AtomicBool,
     pending: Pending,
     /// Cancelled when no answer from the client can come any more: the connection is closing,
     /// or writing to the client failed.
     pub closed: CancellationToken,
 }
 
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer")
+            .field("in_flight", &self.in_flight)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Peer {
-    /// A peer and the receiving end of its output queue, for [`write_loop`].
-    pub fn new() -> (Arc<Peer>, mpsc::Receiver<Frame>) {
+    /// A peer writing to `writer`, and the receiving end of its output queue, for
+    /// [`write_loop`].
+    pub fn new(
+        writer: impl AsyncWrite + Unpin + Send + 'static,
+    ) -> (Arc<Peer>, mpsc::Receiver<Frame>) {
         let (out, rx) = mpsc::channel(QUEUE_FRAMES);
+        let writer: Box<dyn AsyncWrite + Unpin + Send> = Box::new(writer);
         let peer = Peer {
             out,
+            in_flight: AtomicUsize::new(0),
+            output: Mutex::new(BufWriter::with_capacity(64 * 1024, writer)),
+            stopped: AtomicBool::new(false),
             pending: Pending::default(),
             closed: CancellationToken::new(),
         };
@@ -109,15 +133,47 @@ impl Peer {
 
     /// Queues a frame without waiting; `false` if the queue is full or closed.
     pub fn try_send(&self, frame: Frame) -> bool {
-        self.out.try_send(frame).is_ok()
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        let sent = self.out.try_send(frame).is_ok();
+        if !sent {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        }
+        sent
     }
 
     /// Queues a frame, waiting while the queue is full.
     pub async fn send(&self, frame: Frame) -> Result<()> {
-        self.out
-            .send(frame)
-            .await
-            .map_err(|_| Error::ConnectionClosed)
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        let sent = self.out.send(frame).await;
+        if sent.is_err() {
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        }
+        sent.map_err(|_| Error::ConnectionClosed)
+    }
+
+    /// Writes a frame at once when nothing is queued and the writer is idle (one task hop
+    /// less on the way out: used for the answer that ends a turn); otherwise queues it. Frames
+    /// stay in order: nothing queued earlier can be overtaken, since the direct path needs
+    /// an empty queue and the output's lock. Never call it from the reader: it may wait on
+    /// the client.
+    pub async fn send_now(&self, frame: Frame) -> Result<()> {
+        if self.in_flight.load(Ordering::Acquire) == 0
+            && let Ok(mut output) = self.output.try_lock()
+            && self.in_flight.load(Ordering::Acquire) == 0
+            && !self.stopped.load(Ordering::Acquire)
+        {
+            let written = async {
+                writer::write_frame(&mut output, &frame).await?;
+                tokio::io::AsyncWriteExt::flush(&mut *output).await
+            }
+            .await;
+            return written.map_err(|e| {
+                tracing::debug!("writing to the client failed: {e}");
+                self.close();
+                Error::Io(e)
+            });
+        }
+        self.send(frame).await
     }
 
     /// Queues an error answer to request `id`.

@@ -5,41 +5,48 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tracing::debug;
 
-use super::{Frame, FrameKind, Peer};
+use super::{Frame, FrameKind, Output, Peer};
 
-/// Writes queued frames to `writer` until a stop frame (or a write error); then wakes
-/// everyone waiting on the client.
-pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(
+/// Writes one frame into the buffered output, or drops it if its sequence has ended.
+pub(super) async fn write_frame(out: &mut Output, frame: &Frame) -> std::io::Result<()> {
+    if frame.sequence.as_ref().is_some_and(|s| s.has_ended()) {
+        debug!("dropped an update sent after its turn was answered");
+        return Ok(());
+    }
+    out.write_all(&frame.bytes).await?;
+    if frame.kind == FrameKind::EndsSequence
+        && let Some(sequence) = &frame.sequence
+    {
+        sequence.ended.store(true, Ordering::Release);
+    }
+    Ok(())
+}
+
+/// Writes queued frames until a stop frame (or a write error); then wakes everyone waiting on
+/// the client.
+pub(crate) async fn write_loop(
     mut rx: mpsc::Receiver<Frame>,
-    writer: W,
     peer: Arc<Peer>,
 ) -> std::io::Result<()> {
-    let mut out = BufWriter::with_capacity(64 * 1024, writer);
     let result = async {
         while let Some(mut frame) = rx.recv().await {
             // Write everything already queued, then flush once.
+            let mut out = peer.output.lock().await;
             loop {
-                match frame.kind {
+                let outcome = match frame.kind {
                     FrameKind::Stop => {
+                        peer.stopped.store(true, Ordering::Release);
                         out.flush().await?;
                         return Ok(());
                     }
-                    _ if frame.sequence.as_ref().is_some_and(|s| s.has_ended()) => {
-                        debug!("dropped an update sent after its turn was answered");
-                    }
-                    kind => {
-                        out.write_all(&frame.bytes).await?;
-                        if kind == FrameKind::EndsSequence
-                            && let Some(sequence) = &frame.sequence
-                        {
-                            sequence.ended.store(true, Ordering::Release);
-                        }
-                    }
-                }
+                    _ => write_frame(&mut out, &frame).await,
+                };
+                peer.in_flight.fetch_sub(1, Ordering::AcqRel);
+                outcome?;
                 match rx.try_recv() {
                     Ok(next) => frame = next,
                     Err(_) => break,

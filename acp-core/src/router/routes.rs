@@ -220,7 +220,8 @@ fn prompt<A: Agent>(
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&id);
-            let _ = state.conn.peer.send(frame).await;
+            // The answer skips the writer's queue when nothing is waiting in it.
+            let _ = state.conn.peer.send_now(frame).await;
         }
         .instrument(span),
     ))
