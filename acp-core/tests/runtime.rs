@@ -897,3 +897,25 @@ async fn when_serve_returns_the_agent_and_its_sessions_are_dropped() {
         "the agent outlived `serve`"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_long_line_under_the_limit_is_a_message_like_any_other() {
+    let c = client(Probe::default()).await;
+    let s = c.new_session().await.unwrap();
+    // 2 MiB of text in one prompt: far under the 64 MiB limit.
+    let text = "y".repeat(2 * 1024 * 1024);
+    let turn = s.prompt(&text).await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    assert_eq!(turn.text().len(), text.len());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_last_message_without_its_newline_is_still_handled() {
+    let c = client(Probe::default()).await;
+    // The client's last line ends at end of file instead of a newline.
+    c.send_raw(r#"{"jsonrpc":"2.0","id":"last","method":"session/new","params":{"cwd":"/w","mcpServers":[]}}"#);
+    c.close_input();
+    let answer = c.wait_for_response(&json!("last")).await.unwrap();
+    assert!(answer["result"]["sessionId"].is_string(), "{answer}");
+    c.close().await.unwrap();
+}
