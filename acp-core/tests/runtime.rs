@@ -688,6 +688,13 @@ async fn an_oversized_line_is_rejected_and_the_connection_goes_on() {
             rejected.message
         );
         assert_eq!(s.prompt("after").await.unwrap().text(), "after");
+        // The whole line was skipped: one error for it, nothing parsed from its remains.
+        let errors = c
+            .transcript()
+            .iter()
+            .filter(|f| f.direction == Direction::FromAgent && f.message.get("error").is_some())
+            .count();
+        assert_eq!(errors, 1, "one error for one oversized line");
     })
     .await;
 }
