@@ -143,12 +143,24 @@ impl Peer {
 
     /// Queues a frame, waiting while the queue is full.
     pub async fn send(&self, frame: Frame) -> Result<()> {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
-        let sent = self.out.send(frame).await;
-        if sent.is_err() {
-            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        // Counted from now; uncounted again unless the frame was queued (a failed send, or
+        // this future dropped while the queue was full, e.g. a turn dropped after its grace).
+        struct Counted<'a>(&'a AtomicUsize, bool);
+        impl Drop for Counted<'_> {
+            fn drop(&mut self) {
+                if !self.1 {
+                    self.0.fetch_sub(1, Ordering::AcqRel);
+                }
+            }
         }
-        sent.map_err(|_| Error::ConnectionClosed)
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        let mut counted = Counted(&self.in_flight, false);
+        self.out
+            .send(frame)
+            .await
+            .map_err(|_| Error::ConnectionClosed)?;
+        counted.1 = true;
+        Ok(())
     }
 
     /// Writes a frame at once when nothing is queued and the writer is idle (one task hop
