@@ -2,7 +2,7 @@
 //! nothing else: the macros write only `::acp::__private::…` paths. Not a stable API: use the
 //! macros.
 //!
-//! Built on acp-core's expansion ABI (`acp_core::__tools`) and public API. The traits here carry
+//! Built on acp-core's expansion ABI (`acp_core::__private`) and public API. The traits here carry
 //! the compile errors an author sees when a type does not fit, in our words and at the
 //! author's span: each is asserted once, where the expansion spans it.
 
@@ -13,7 +13,7 @@ use std::fmt::Display;
 use std::future::Future;
 use std::pin::Pin;
 
-pub use acp_core::__tools::*;
+pub use acp_core::__private::*;
 pub use acp_core::schema::{self, AgentCapabilities, Implementation, StopReason, ToolKind};
 pub use acp_core::{
     Agent, Error, IntoToolOutput, Prompt, Result, Session, SessionSetup, ToolDef, ToolOutput,

@@ -55,10 +55,6 @@ pub use serve::{serve, serve_stdio};
 pub use session::{Fs, Session, Terminal, Terminals, ToolCallBuilder, ToolCallGuard, in_tool_call};
 pub use tools::{IntoToolOutput, Json, ToolDef, ToolLocations, ToolOutput};
 
-/// The previous name of [`__private`], kept for the `acp` facade's expansion ABI.
-#[doc(hidden)]
-pub use __private as __tools;
-
 /// The ACP wire types, from the official `agent-client-protocol-schema` crate (protocol v1).
 pub mod schema {
     pub use agent_client_protocol_schema::ProtocolVersion;

@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use tracing::{Instrument, debug, debug_span};
 
 use super::{Handler, NotificationRoute, Route, Router, params};
-use crate::agent::{Agent, Prompt};
+use crate::agent::{Agent, Prompt, SessionSetup};
 use crate::jsonrpc;
 use crate::peer::Frame;
 use crate::protocol::{methods, v1};
@@ -144,15 +144,13 @@ fn new_session<A: Agent>(
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
     Ok(Box::pin(async move {
         let state = SessionState::new(&conn, registry::fresh_id(), req.cwd, req.mcp_servers);
-        match agent.new_session(&Session::new(state.clone(), None)).await {
-            Ok(setup) => {
-                let response = schema::NewSessionResponse::new(state.id.clone())
-                    .modes(setup.modes)
-                    .config_options(setup.config_options);
-                start_session(&conn, &id, state, response, setup.commands).await;
-            }
-            Err(e) => answer(&conn, &id, Err::<(), _>(e)).await,
-        }
+        let setup = agent.new_session(&Session::new(state.clone(), None)).await;
+        open_session(&conn, &id, state, setup, |s, setup| {
+            schema::NewSessionResponse::new(s.id.clone())
+                .modes(setup.modes)
+                .config_options(setup.config_options)
+        })
+        .await;
     }))
 }
 
@@ -165,16 +163,33 @@ fn load_session<A: Agent>(
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
     Ok(Box::pin(async move {
         let state = SessionState::new(&conn, req.session_id, req.cwd, req.mcp_servers);
-        match agent.load_session(&Session::new(state.clone(), None)).await {
-            Ok(setup) => {
-                let response = schema::LoadSessionResponse::new()
-                    .modes(setup.modes)
-                    .config_options(setup.config_options);
-                start_session(&conn, &id, state, response, setup.commands).await;
-            }
-            Err(e) => answer(&conn, &id, Err::<(), _>(e)).await,
-        }
+        let setup = agent.load_session(&Session::new(state.clone(), None)).await;
+        open_session(&conn, &id, state, setup, |_, setup| {
+            schema::LoadSessionResponse::new()
+                .modes(setup.modes)
+                .config_options(setup.config_options)
+        })
+        .await;
     }))
+}
+
+/// Answers a `session/new` or `session/load` from the author's setup: the session is started
+/// with `response(state, setup)` as the answer, or the author's error is answered.
+async fn open_session<T: Serialize>(
+    conn: &Connection,
+    id: &RequestId,
+    state: Arc<SessionState>,
+    setup: Result<SessionSetup>,
+    response: impl FnOnce(&SessionState, SessionSetup) -> T,
+) {
+    match setup {
+        Ok(mut setup) => {
+            let commands = std::mem::take(&mut setup.commands);
+            let answer = response(&state, setup);
+            start_session(conn, id, state, answer, commands).await;
+        }
+        Err(e) => answer(conn, id, Err::<(), _>(e)).await,
+    }
 }
 
 /// Starts a prompt turn. The session is checked and marked busy here, on the reader's task, so

@@ -118,28 +118,21 @@ impl Terminal {
     /// Kills the command; the terminal stays valid for `output` until released.
     pub async fn kill(&self) -> Result<()> {
         let req = schema::KillTerminalRequest::new(self.cx.id().clone(), self.id.clone());
-        // Kill even when the turn is cancelled: that is when it matters most.
-        let _: serde::de::IgnoredAny = self
-            .cx
-            .state
-            .conn
-            .peer
-            .request(methods::TERMINAL_KILL, &req, None)
-            .await?;
-        Ok(())
+        self.even_if_cancelled(methods::TERMINAL_KILL, &req).await
     }
 
     /// Kills the command if it still runs and frees the terminal in the client.
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
         let req = schema::ReleaseTerminalRequest::new(self.cx.id().clone(), self.id.clone());
-        let _: serde::de::IgnoredAny = self
-            .cx
-            .state
-            .conn
-            .peer
-            .request(methods::TERMINAL_RELEASE, &req, None)
-            .await?;
+        self.even_if_cancelled(methods::TERMINAL_RELEASE, &req)
+            .await
+    }
+
+    /// A request sent even when the turn is cancelled: that is when killing matters most.
+    async fn even_if_cancelled(&self, method: &str, req: &impl serde::Serialize) -> Result<()> {
+        let peer = &self.cx.state.conn.peer;
+        let _: serde::de::IgnoredAny = peer.request(method, req, None).await?;
         Ok(())
     }
 }

@@ -25,6 +25,7 @@ import { join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import { spawnAgent } from "./lib/agent.mjs";
 import { ScenarioFailure, WAIT_MS, describeError, runCli, scenario, sleep, withTimeout } from "./lib/harness.mjs";
+import { toolCallNumber, turnOf as sharedTurnOf } from "./lib/turns.mjs";
 
 /** The runtime drops a turn that ignores its cancel after a 50 ms grace: 10 ticks of 5 ms. */
 const MAX_TICKS_AFTER_CANCEL = 40;
@@ -136,44 +137,8 @@ function textOf(update) {
   return update?.content?.type === "text" ? update.content.text : undefined;
 }
 
-/**
- * Every agent frame from the `session/prompt` with this text up to and including its answer,
- * with a label per frame (`labels`) and the client frames sent meanwhile (`clientFrames`).
- */
-function turnOf(agent, sessionId, promptText) {
-  const tap = agent.tap;
-  const req = tap
-    .clientFrames()
-    .find((f) => f.msg.method === "session/prompt" && f.msg.params?.sessionId === sessionId && f.msg.params?.prompt?.[0]?.text === promptText);
-  if (!req) throw new ScenarioFailure(`no session/prompt ${JSON.stringify(promptText)} on the tap`);
-  const key = JSON.stringify(req.msg.id);
-  const frames = [];
-  let answer;
-  for (const f of tap.agentFrames()) {
-    if (f.seq < req.seq) continue;
-    if (!("method" in f.msg) && JSON.stringify(f.msg.id) === key) {
-      answer = f;
-      break;
-    }
-    frames.push(f);
-  }
-  if (!answer) throw new ScenarioFailure(`no answer to session/prompt ${JSON.stringify(promptText)} on the tap`);
-  const all = [...frames, answer];
-  const clientFrames = tap.clientFrames().filter((f) => f.seq > req.seq && f.seq < answer.seq);
-  return { request: req, frames, answer, all, labels: all.map((f) => labelOf(agent, f)), clientFrames };
-}
+const turnOf = (agent, sessionId, promptText) => sharedTurnOf(agent, sessionId, promptText, labelOf);
 
-function toolCallNumber(agent, toolCallId) {
-  agent.toolCallNumbers ??= new Map();
-  if (!agent.toolCallNumbers.has(toolCallId)) {
-    // Number by first appearance on the tap, independent of the order labels are asked for.
-    for (const f of agent.tap.agentFrames()) {
-      const id = f.msg.params?.update?.toolCallId;
-      if (id !== undefined && !agent.toolCallNumbers.has(id)) agent.toolCallNumbers.set(id, agent.toolCallNumbers.size + 1);
-    }
-  }
-  return agent.toolCallNumbers.get(toolCallId) ?? `?${JSON.stringify(toolCallId)}`;
-}
 
 function labelOf(agent, f) {
   const m = f.msg;

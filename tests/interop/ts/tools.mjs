@@ -22,6 +22,7 @@ import { isAbsolute, join, relative } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import { spawnAgent } from "./lib/agent.mjs";
 import { ScenarioFailure, WAIT_MS, describeError, runCli, scenario, sleep, withTimeout } from "./lib/harness.mjs";
+import { toolCallNumber, turnOf as sharedTurnOf } from "./lib/turns.mjs";
 
 /** How long the shell agent gets to release (or kill) its terminal after a cancel. */
 const RELEASE_WITHIN_MS = 5_000;
@@ -183,44 +184,8 @@ class Fixture {
 // ---------------------------------------------------------------------------
 // One prompt turn on the raw tap, as a readable sequence.
 
-/**
- * Every agent frame from the `session/prompt` with this text up to and including its answer.
- * `labels` names each frame; tool calls are numbered in order of appearance within the agent
- * process (`#1`, `#2`, …), so the sequence also shows which call an update belongs to.
- */
-function turnOf(agent, sessionId, promptText) {
-  const tap = agent.tap;
-  const req = tap
-    .clientFrames()
-    .find((f) => f.msg.method === "session/prompt" && f.msg.params?.sessionId === sessionId && f.msg.params?.prompt?.[0]?.text === promptText);
-  if (!req) throw new ScenarioFailure(`no session/prompt ${JSON.stringify(promptText)} on the tap`);
-  const key = JSON.stringify(req.msg.id);
-  const frames = [];
-  let answer;
-  for (const f of tap.agentFrames()) {
-    if (f.seq < req.seq) continue;
-    if (!("method" in f.msg) && JSON.stringify(f.msg.id) === key) {
-      answer = f;
-      break;
-    }
-    frames.push(f);
-  }
-  if (!answer) throw new ScenarioFailure(`no answer to session/prompt ${JSON.stringify(promptText)} on the tap`);
-  const all = [...frames, answer];
-  return { request: req, frames, answer, all, labels: all.map((f) => labelOf(agent, f)) };
-}
+const turnOf = (agent, sessionId, promptText) => sharedTurnOf(agent, sessionId, promptText, labelOf);
 
-function toolCallNumber(agent, toolCallId) {
-  agent.toolCallNumbers ??= new Map();
-  if (!agent.toolCallNumbers.has(toolCallId)) {
-    // Number by first appearance on the tap, independent of the order labels are asked for.
-    for (const f of agent.tap.agentFrames()) {
-      const id = f.msg.params?.update?.toolCallId;
-      if (id !== undefined && !agent.toolCallNumbers.has(id)) agent.toolCallNumbers.set(id, agent.toolCallNumbers.size + 1);
-    }
-  }
-  return agent.toolCallNumbers.get(toolCallId) ?? `?${JSON.stringify(toolCallId)}`;
-}
 
 function contentKinds(content) {
   return content.map((c) => (c.type === "content" ? c.content?.type : c.type)).join(",");
