@@ -103,6 +103,8 @@ pub(crate) async fn run(
 ) -> Result<StopReason> {
     let mut fut = std::pin::pin!(AssertUnwindSafe(turn).catch_unwind());
     let outcome = tokio::select! {
+        // The turn first: one that has already wound down on its cancel needs no timer.
+        biased;
         out = &mut fut => out,
         () = cancel.cancelled() => match tokio::time::timeout(CANCEL_GRACE, &mut fut).await {
             Ok(out) => out,

@@ -60,16 +60,18 @@ fn cargo_build(mut cmd: Command, target: &str, limit: Duration) -> Result<PathBu
         .ok_or_else(|| format!("cargo named no executable for `{target}`").into())
 }
 
-/// Builds `examples/bench.rs` in release; `ACP_BENCH_OURS=<path>` measures that binary instead
-/// (e.g. the bench agent built from an older commit, for a before/after table).
+/// Builds `examples/bench.rs` in release as the `acp-bench-agent` package (benches/agent: the
+/// features an author's agent gets, not the root's dev-dependencies'); `ACP_BENCH_OURS=<path>`
+/// measures that binary instead (e.g. the bench agent built from an older commit, for a
+/// before/after table).
 pub(crate) fn build_ours(root: &Path, cargo: &std::ffi::OsStr) -> Result<PathBuf> {
     if let Some(path) = std::env::var_os("ACP_BENCH_OURS") {
         return Ok(PathBuf::from(path));
     }
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args(["build", "--release", "--example", "bench"]);
-    cargo_build(cmd, "bench", Duration::from_secs(900))
+        .args(["build", "--release", "-p", "acp-bench-agent"]);
+    cargo_build(cmd, "acp-bench-agent", Duration::from_secs(900))
 }
 
 pub(crate) fn build_rust_sdk(root: &Path, cargo: &std::ffi::OsStr) -> Result<PathBuf> {

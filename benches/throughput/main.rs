@@ -66,7 +66,7 @@ const STREAM_RUNS: usize = 3;
 const PERMISSION_N: usize = 2_000;
 const CANCEL_RUNS: usize = 50;
 /// Rounds of the permission and cancel workloads; their samples are pooled.
-const LATENCY_ROUNDS: usize = 2;
+const LATENCY_ROUNDS: usize = 10;
 /// An agent process still running after this long is killed (its workload then fails).
 const AGENT_DEADLINE: Duration = Duration::from_secs(60);
 /// The measuring part of the run (after the builds) stops the whole bench past this.

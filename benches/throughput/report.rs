@@ -4,7 +4,7 @@
 use std::thread;
 use std::time::Duration;
 
-use crate::Column;
+use crate::{CANCEL_RUNS, Column, LATENCY_ROUNDS, PERMISSION_N};
 
 struct Stats {
     mean: Duration,
@@ -40,54 +40,56 @@ pub(crate) fn print_table(columns: &[Column], baseline: Option<(f64, f64)>) {
 
     type Metric = fn(&Column) -> Option<f64>;
     type Format = fn(f64) -> String;
-    let rows: [(&str, Metric, Format); 10] = [
+    let permission = format!("permission {LATENCY_ROUNDS}x{PERMISSION_N}");
+    let cancel = format!("cancel {LATENCY_ROUNDS}x{CANCEL_RUNS}");
+    let rows: [(String, Metric, Format); 10] = [
         (
-            "stream 100k: chunks/s (best of 3)",
+            "stream 100k: chunks/s (best of 3)".to_string(),
             |c| best_run(c).map(|r| r.0),
             |v| format!("{v:.0}"),
         ),
         (
-            "stream 100k: MB/s of frames",
+            "stream 100k: MB/s of frames".to_string(),
             |c| best_run(c).map(|r| r.1 / 1e6),
             |v| format!("{v:.1}"),
         ),
         (
-            "stream 100k: peak RSS MiB",
+            "stream 100k: peak RSS MiB".to_string(),
             |c| c.rss_large_kib.map(mib),
             |v| format!("{v:.1}"),
         ),
         (
-            "stream 10k: peak RSS MiB",
+            "stream 10k: peak RSS MiB".to_string(),
             |c| c.rss_small_kib.map(mib),
             |v| format!("{v:.1}"),
         ),
         (
-            "permission 2x2000: mean µs",
+            format!("{permission}: mean µs"),
             |c| Stats::of(&c.permission).map(|s| us(s.mean)),
             fmt_us,
         ),
         (
-            "permission 2x2000: p50 µs",
+            format!("{permission}: p50 µs"),
             |c| Stats::of(&c.permission).map(|s| us(s.p50)),
             fmt_us,
         ),
         (
-            "permission 2x2000: p99 µs",
+            format!("{permission}: p99 µs"),
             |c| Stats::of(&c.permission).map(|s| us(s.p99)),
             fmt_us,
         ),
         (
-            "cancel 2x50: p50 µs",
+            format!("{cancel}: p50 µs"),
             |c| Stats::of(&c.cancel).map(|s| us(s.p50)),
             fmt_us,
         ),
         (
-            "cancel 2x50: p99 µs",
+            format!("{cancel}: p99 µs"),
             |c| Stats::of(&c.cancel).map(|s| us(s.p99)),
             fmt_us,
         ),
         (
-            "cancel 2x50: mean µs",
+            format!("{cancel}: mean µs"),
             |c| Stats::of(&c.cancel).map(|s| us(s.mean)),
             fmt_us,
         ),

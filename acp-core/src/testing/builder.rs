@@ -4,18 +4,18 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite};
 
-use super::editor::{Editor, MemoryFs, PermissionPolicy, TerminalStub, lock};
+use super::child::Child;
+use super::editor::{Editor, MemoryFs, PermissionPolicy, TerminalStub};
 use super::wire::Wire;
 use super::{DEFAULT_DEADLINE, TestClient};
 use crate::schema::{ClientCapabilities, FileSystemCapabilities};
-use crate::{Agent, Error, Result};
+use crate::{Agent, Result};
 
 /// Configures a [`TestClient`]; by default the client has no capabilities.
 #[derive(Debug)]
@@ -166,32 +166,14 @@ impl TestClientBuilder {
     /// `initialize`: the agent is driven over real pipes, exactly as an editor drives it.
     /// Its stderr is kept for failure messages; it is killed if the client is dropped.
     pub async fn spawn(self, command: std::process::Command) -> Result<TestClient> {
-        let mut command = tokio::process::Command::from(command);
-        command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = command
-            .spawn()
-            .map_err(|e| Error::msg(format!("starting the agent failed: {e}")))?;
-        let (Some(stdin), Some(stdout), Some(mut stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err(Error::msg("the agent's stdio could not be piped"));
-        };
-        let log = Arc::new(Mutex::new(String::new()));
-        let sink = log.clone();
-        tokio::spawn(async move {
-            let mut buf = vec![0; 8192];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                lock(&sink).push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        self.start(stdout, stdin, Agent_::Process(child), log).await
+        let (child, pipes) = Child::spawn(command)?;
+        self.start(
+            pipes.read,
+            pipes.write,
+            Agent_::Process(child),
+            pipes.stderr,
+        )
+        .await
     }
 
     /// Attaches to an agent already served at the other end of `read` (the agent's output)
@@ -244,7 +226,7 @@ pub(super) enum Agent_ {
     /// In this process: `serve`'s task.
     Task(tokio::task::JoinHandle<Result<()>>),
     /// A child process.
-    Process(tokio::process::Child),
+    Process(Child),
     /// Served by the test itself.
     Attached,
 }

@@ -74,6 +74,7 @@
 //! | `tests.rs` | unit tests of the cursor, held requests and output checks |
 
 mod builder;
+mod child;
 mod editor;
 mod held;
 mod session;
@@ -346,7 +347,7 @@ impl TestClient {
                 let status = self
                     .wire
                     .within("the agent to exit after stdin closed", async {
-                        child.wait().await.map_err(Error::Io)
+                        child.wait().await
                     })
                     .await;
                 match status {
