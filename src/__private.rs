@@ -197,6 +197,22 @@ fn copy(e: &Error) -> Error {
             message: message.clone(),
             data: data.clone(),
         },
+        Error::Client {
+            method,
+            code,
+            message,
+            data,
+        } => Error::Client {
+            method: method.clone(),
+            code: *code,
+            message: message.clone(),
+            data: data.clone(),
+        },
+        Error::Protocol(message) => Error::Protocol(message.clone()),
+        Error::OutsideRoots { path, roots } => Error::OutsideRoots {
+            path: path.clone(),
+            roots: roots.clone(),
+        },
         Error::InvalidParams(message) => Error::InvalidParams(message.clone()),
         Error::TurnEnded => Error::TurnEnded,
         Error::ConnectionClosed => Error::ConnectionClosed,

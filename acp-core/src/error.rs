@@ -49,6 +49,39 @@ pub enum Error {
         /// Optional structured details.
         data: Option<serde_json::Value>,
     },
+    /// The client answered one of the agent's requests (`fs/read_text_file`,
+    /// `session/request_permission`, …) with a JSON-RPC error.
+    ///
+    /// Propagated with `?`, it is answered as `-32603 Internal error` naming the client's
+    /// error: the client's code is never passed on as the code of the agent's own answer
+    /// (a client answering `-32601` to a permission request must not make `session/prompt`
+    /// look like a method the agent lacks).
+    #[error("the client answered `{method}` with an error: {message} (JSON-RPC error {code})")]
+    Client {
+        /// The method of the agent's request, e.g. `fs/read_text_file`.
+        method: String,
+        /// The client's error code, e.g. `-32002` for a missing file.
+        code: i32,
+        /// The client's description.
+        message: String,
+        /// The client's structured details, if any.
+        data: Option<serde_json::Value>,
+    },
+    /// The client broke the protocol: an answer to one of the agent's requests that is not
+    /// a well-formed JSON-RPC response (both `result` and `error`, neither, a malformed
+    /// `error`), or whose `result` does not match the method's schema.
+    #[error("the client broke the protocol: {0}")]
+    Protocol(String),
+    /// A path handed to the client's file system lies outside the session's directories
+    /// (its `cwd` and the client's `additionalDirectories`); nothing was sent. To reach it
+    /// anyway, go through [`Fs::unrestricted`](crate::session::Fs::unrestricted).
+    #[error("`{}` is outside the session's directories ({roots})", path.display())]
+    OutsideRoots {
+        /// The path, made absolute and normalized.
+        path: std::path::PathBuf,
+        /// The session's directories, for the message.
+        roots: String,
+    },
     /// Parameters or arguments that do not match what was expected.
     ///
     /// Sent to the client as `-32602 Invalid params`.
@@ -102,7 +135,9 @@ impl Error {
     /// error of kind `NotFound`. Decided by code and kind only, never by the message text.
     pub fn is_not_found(&self) -> bool {
         match self {
-            Error::Rpc { code, .. } => *code == i32::from(schema::ErrorCode::ResourceNotFound),
+            Error::Rpc { code, .. } | Error::Client { code, .. } => {
+                *code == i32::from(schema::ErrorCode::ResourceNotFound)
+            }
             Error::Io(e) => e.kind() == std::io::ErrorKind::NotFound,
             _ => false,
         }
@@ -123,6 +158,7 @@ impl Error {
                 data,
             } => schema::Error::new(*code, message.clone()).data(data.clone()),
             Error::InvalidParams(m) => schema::Error::new(C::InvalidParams.into(), m.clone()),
+            // The client's own code stays in the message (see `Error::Client`).
             Error::Cancelled => schema::Error::new(C::RequestCancelled.into(), self.to_string()),
             _ => schema::Error::new(C::InternalError.into(), self.to_string()),
         }
@@ -167,6 +203,28 @@ impl From<&'static str> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clients_error_code_is_never_the_code_of_our_answer() {
+        let e = Error::Client {
+            method: "session/request_permission".into(),
+            code: -32601,
+            message: "Method not found".into(),
+            data: None,
+        };
+        let answer = e.to_rpc();
+        assert_eq!(i32::from(answer.code), -32603);
+        assert!(answer.message.contains("-32601"), "{}", answer.message);
+        assert!(answer.message.contains("session/request_permission"));
+        let missing = Error::Client {
+            method: "fs/read_text_file".into(),
+            code: -32002,
+            message: "no such file".into(),
+            data: None,
+        };
+        assert!(missing.is_not_found());
+        assert_eq!(i32::from(missing.to_rpc().code), -32603);
+    }
 
     #[test]
     fn not_found_is_decided_by_code_and_kind_not_by_message() {

@@ -8,4 +8,4 @@ pub(crate) mod pending;
 
 pub(crate) use encode::{encode_error, encode_notification, encode_request, encode_result};
 pub(crate) use parse::{Incoming, params, parse};
-pub(crate) use pending::{Answer, Pending};
+pub(crate) use pending::{Answer, Failed, Pending};

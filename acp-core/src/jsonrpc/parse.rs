@@ -5,6 +5,7 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+use super::Failed;
 use crate::schema::{self, ErrorCode, RequestId};
 
 /// One classified incoming message, borrowing from the line it was read from.
@@ -21,10 +22,11 @@ pub(crate) enum Incoming<'a> {
         method: String,
         params: Option<&'a RawValue>,
     },
-    /// A response to one of our requests.
+    /// A response to one of our requests: its `result`, or why there is none (the client's
+    /// `error`, or what is malformed about the response). Never answered.
     Response {
         id: RequestId,
-        result: Result<&'a RawValue, schema::Error>,
+        result: Result<&'a RawValue, Failed>,
     },
 }
 
@@ -65,38 +67,46 @@ fn invalid(id: RequestId, why: impl Into<String>) -> Box<Rejected> {
 
 /// Classifies one line (without its trailing newline).
 pub(crate) fn parse(line: &[u8]) -> Result<Incoming<'_>, Box<Rejected>> {
-    let first = line.iter().find(|b| !b.is_ascii_whitespace());
+    // JSON text is UTF-8: anything else is not JSON at all (serde_json would skip the bytes
+    // of a string it ignores without checking them).
+    let Ok(line) = std::str::from_utf8(line) else {
+        return Err(Box::new(Rejected {
+            id: RequestId::Null,
+            error: schema::Error::new(
+                ErrorCode::ParseError.into(),
+                "parse error: the line is not valid UTF-8",
+            ),
+        }));
+    };
+    let first = line.bytes().find(|b| !b.is_ascii_whitespace());
     // serde would read a struct from an array too; only objects are messages.
     let parsed = match first {
-        Some(b'{') => serde_json::from_slice::<Envelope<'_>>(line).map_err(|e| e.to_string()),
+        Some(b'{') => serde_json::from_str::<Envelope<'_>>(line).map_err(|e| e.to_string()),
         _ => Err(String::new()),
     };
     let env = match parsed {
         Ok(env) => env,
         Err(why) => {
             // Valid JSON of the wrong shape is an invalid request; anything else is a parse error.
-            return Err(
-                match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
-                    Ok(_) => invalid(
-                        RequestId::Null,
-                        match first {
-                            Some(b'[') => {
-                                "batch requests are not supported; send one message per line"
-                                    .to_owned()
-                            }
-                            Some(b'{') => format!("not a JSON-RPC message: {why}"),
-                            _ => "a JSON-RPC message must be a JSON object".to_owned(),
-                        },
+            return Err(match serde_json::from_str::<serde::de::IgnoredAny>(line) {
+                Ok(_) => invalid(
+                    RequestId::Null,
+                    match first {
+                        Some(b'[') => {
+                            "batch requests are not supported; send one message per line".to_owned()
+                        }
+                        Some(b'{') => format!("not a JSON-RPC message: {why}"),
+                        _ => "a JSON-RPC message must be a JSON object".to_owned(),
+                    },
+                ),
+                Err(e) => Box::new(Rejected {
+                    id: RequestId::Null,
+                    error: schema::Error::new(
+                        ErrorCode::ParseError.into(),
+                        format!("parse error: {e}"),
                     ),
-                    Err(e) => Box::new(Rejected {
-                        id: RequestId::Null,
-                        error: schema::Error::new(
-                            ErrorCode::ParseError.into(),
-                            format!("parse error: {e}"),
-                        ),
-                    }),
-                },
-            );
+                }),
+            });
         }
     };
 
@@ -140,22 +150,35 @@ pub(crate) fn parse(line: &[u8]) -> Result<Incoming<'_>, Box<Rejected>> {
         });
     }
 
-    match (id, env.result, env.error) {
-        (Some(id), Some(result), None) => Ok(Incoming::Response {
+    // No method: a response, or nothing. A response is never answered, even a malformed one
+    // (an error reply would reuse the id of one of our own requests, and could collide with
+    // the client's ids): its failure goes to the request it names.
+    let Some(id) = id else {
+        return Err(invalid(
+            RequestId::Null,
+            "a message needs a `method` (request or notification) or an `id` (response)",
+        ));
+    };
+    let malformed = |why: &str| {
+        Ok(Incoming::Response {
+            id: id.clone(),
+            result: Err(Failed::Malformed(why.to_owned())),
+        })
+    };
+    match (env.result, env.error) {
+        (Some(result), None) => Ok(Incoming::Response {
             id,
             result: Ok(result),
         }),
-        (Some(id), None, Some(error)) => match serde_json::from_str::<schema::Error>(error.get()) {
+        (None, Some(error)) => match serde_json::from_str::<schema::Error>(error.get()) {
             Ok(error) => Ok(Incoming::Response {
                 id,
-                result: Err(error),
+                result: Err(Failed::Error(error)),
             }),
-            Err(_) => Err(invalid(id, "`error` must be a JSON-RPC error object")),
+            Err(_) => malformed("`error` is not a JSON-RPC error object"),
         },
-        (id, _, _) => Err(invalid(
-            id.unwrap_or(RequestId::Null),
-            "a message needs a `method` (request or notification) or an `id` with exactly one of `result` and `error` (response)",
-        )),
+        (Some(_), Some(_)) => malformed("it has both `result` and `error`"),
+        (None, None) => malformed("it has neither `result` nor `error`"),
     }
 }
 
@@ -218,10 +241,33 @@ mod tests {
             code(r#"{"jsonrpc":"2.0","id":3,"method":"x","params":5}"#),
             (-32600, RequestId::Number(3))
         );
-        assert_eq!(
-            code(r#"{"jsonrpc":"2.0","id":4}"#),
-            (-32600, RequestId::Number(4))
+        assert_eq!(code(r#"{"jsonrpc":"2.0"}"#), (-32600, RequestId::Null));
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_a_parse_error() {
+        // Inside a field the envelope ignores, where serde_json would not look at the bytes.
+        let line = b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"x\":\"\xff\xfe\"}";
+        let r = parse(line).expect_err("not UTF-8");
+        assert_eq!(i32::from(r.error.code), -32700);
+        assert_eq!(r.id, RequestId::Null);
+    }
+
+    #[test]
+    fn a_malformed_response_is_not_rejected_but_fails_the_request_it_names() {
+        let failure = |line: &str| match parse(line.as_bytes()) {
+            Ok(Incoming::Response {
+                id: RequestId::Number(7),
+                result: Err(Failed::Malformed(why)),
+            }) => why,
+            other => panic!("{line}: {other:?}"),
+        };
+        assert!(failure(r#"{"jsonrpc":"2.0","id":7}"#).contains("neither"));
+        assert!(
+            failure(r#"{"jsonrpc":"2.0","id":7,"result":1,"error":{"code":1,"message":"m"}}"#)
+                .contains("both")
         );
+        assert!(failure(r#"{"jsonrpc":"2.0","id":7,"error":"boom"}"#).contains("error object"));
     }
 
     #[test]
@@ -244,7 +290,7 @@ mod tests {
         ));
         assert!(matches!(
             parse(br#"{"jsonrpc":"2.0","id":9,"error":{"code":-32603,"message":"boom"}}"#).unwrap(),
-            Incoming::Response { result: Err(e), .. } if e.message == "boom"
+            Incoming::Response { result: Err(Failed::Error(e)), .. } if e.message == "boom"
         ));
     }
 

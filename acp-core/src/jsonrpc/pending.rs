@@ -9,8 +9,18 @@ use tokio::sync::oneshot;
 
 use crate::schema::{self, RequestId};
 
-/// The client's answer to one of our requests: its `result`, or its `error`.
-pub(crate) type Answer = Result<Box<RawValue>, schema::Error>;
+/// The client's answer to one of our requests: its `result`, or why there is none.
+pub(crate) type Answer = Result<Box<RawValue>, Failed>;
+
+/// Why an answer carries no result.
+#[derive(Debug)]
+pub(crate) enum Failed {
+    /// The client's `error`.
+    Error(schema::Error),
+    /// A response that is not well formed (both `result` and `error`, neither, or an `error`
+    /// that is not an error object), and why.
+    Malformed(String),
+}
 
 /// Outgoing requests awaiting an answer, by id.
 #[derive(Debug, Default)]

@@ -14,7 +14,7 @@ use tokio::io::{AsyncWrite, BufWriter};
 use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::jsonrpc::{self, Answer, Pending};
+use crate::jsonrpc::{self, Answer, Failed, Pending};
 use crate::schema::{self, RequestId};
 use crate::{Error, Result};
 
@@ -247,10 +247,20 @@ impl Peer {
             answer = rx => answer.map_err(|_| Error::ConnectionClosed)?,
             () = self.closed.cancelled() => return Err(Error::ConnectionClosed),
         };
-        let raw = answer.map_err(Error::from_rpc)?;
+        let raw = answer.map_err(|failed| match failed {
+            Failed::Error(e) => Error::Client {
+                method: method.to_owned(),
+                code: e.code.into(),
+                message: e.message,
+                data: e.data,
+            },
+            Failed::Malformed(why) => {
+                Error::Protocol(format!("its answer to `{method}` is malformed: {why}"))
+            }
+        })?;
         serde_json::from_str(raw.get()).map_err(|e| {
-            Error::msg(format!(
-                "the client's answer to `{method}` does not match the protocol: {e}"
+            Error::Protocol(format!(
+                "its answer to `{method}` does not match the method's result type: {e}"
             ))
         })
     }

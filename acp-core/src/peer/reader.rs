@@ -63,6 +63,9 @@ async fn handle(line: &[u8], peer: &Peer, dispatch: &impl Dispatch) {
             peer.reply_error(&rejected.id, rejected.error).await;
         }
         Ok(Incoming::Response { id, result }) => {
+            if let Err(jsonrpc::Failed::Malformed(why)) = &result {
+                tracing::warn!(%id, "the client sent a malformed response: {why}");
+            }
             if !peer.resolve(&id, result.map(RawValue::to_owned)) {
                 debug!(%id, "ignored a response nobody waits for");
             }

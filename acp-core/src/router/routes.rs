@@ -15,6 +15,7 @@ use crate::jsonrpc;
 use crate::peer::Frame;
 use crate::protocol::{methods, v1};
 use crate::schema::{self, ErrorCode, ProtocolVersion, RequestId};
+use crate::session::roots::Roots;
 use crate::session::{Connection, Session, SessionState, registry};
 use crate::turn::{self, Turn};
 use crate::{Error, Result};
@@ -141,9 +142,10 @@ fn new_session<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::NewSessionRequest = params(methods::SESSION_NEW, raw)?;
+    let roots = Roots::new(req.cwd, req.additional_directories)?;
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
     Ok(Box::pin(async move {
-        let state = SessionState::new(&conn, registry::fresh_id(), req.cwd, req.mcp_servers);
+        let state = SessionState::new(&conn, registry::fresh_id(), roots, req.mcp_servers);
         let setup = agent.new_session(&Session::new(state.clone(), None)).await;
         open_session(&conn, &id, state, setup, |s, setup| {
             schema::NewSessionResponse::new(s.id.clone())
@@ -160,9 +162,10 @@ fn load_session<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::LoadSessionRequest = params(methods::SESSION_LOAD, raw)?;
+    let roots = Roots::new(req.cwd, req.additional_directories)?;
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
     Ok(Box::pin(async move {
-        let state = SessionState::new(&conn, req.session_id, req.cwd, req.mcp_servers);
+        let state = SessionState::new(&conn, req.session_id, roots, req.mcp_servers);
         let setup = agent.load_session(&Session::new(state.clone(), None)).await;
         open_session(&conn, &id, state, setup, |_, setup| {
             schema::LoadSessionResponse::new()

@@ -8,22 +8,53 @@ use crate::schema;
 use crate::{Error, Result};
 
 impl Session {
-    /// The client's file system (`fs/read_text_file`, `fs/write_text_file`).
+    /// The client's file system (`fs/read_text_file`, `fs/write_text_file`), bounded by the
+    /// session's directories.
     pub fn fs(&self) -> Fs<'_> {
-        Fs { cx: self }
+        Fs {
+            cx: self,
+            restricted: true,
+        }
     }
 }
 
 /// The client's file system, as seen through the editor (including unsaved buffers).
 ///
+/// Paths are resolved against the session's [cwd](Session::cwd) and normalized (`.` and
+/// `..` resolved) before they are sent, and must lie inside the session's directories: the
+/// cwd or one of the client's [additional directories](Session::additional_directories).
+/// A path outside them fails with [`Error::OutsideRoots`] and nothing is sent — a model
+/// asking for `../../../etc/passwd` gets an error, not the file. An agent that must reach
+/// further says so explicitly with [`Fs::unrestricted`].
+///
 /// Each method fails with [`Error::Unsupported`], without sending anything, when the client
 /// did not advertise the matching `fs` capability.
+///
+/// ```no_run
+/// # async fn demo(cx: &acp_core::Session) -> acp_core::Result<()> {
+/// let notes = cx.fs().read_text_file("notes/today.md").await?; // <cwd>/notes/today.md
+/// let refused = cx.fs().read_text_file("/etc/passwd").await;
+/// assert!(matches!(refused, Err(acp_core::Error::OutsideRoots { .. })));
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Fs<'a> {
     cx: &'a Session,
+    restricted: bool,
 }
 
 impl Fs<'_> {
+    /// The same file system without the boundary of the session's directories: relative
+    /// paths are still resolved against the cwd, and any absolute path is sent as it is
+    /// (normalized). For agents whose job reaches outside the project, e.g. reading the
+    /// user's global configuration.
+    pub fn unrestricted(self) -> Self {
+        Fs {
+            restricted: false,
+            ..self
+        }
+    }
+
     /// Whether the client can read files (`fs.readTextFile`).
     pub fn can_read(&self) -> bool {
         self.cx.client_capabilities().fs.read_text_file
@@ -34,7 +65,7 @@ impl Fs<'_> {
         self.cx.client_capabilities().fs.write_text_file
     }
 
-    /// Reads a whole text file. Paths are resolved against the session's cwd.
+    /// Reads a whole text file.
     pub async fn read_text_file(&self, path: impl AsRef<Path>) -> Result<String> {
         self.read_lines(path, None, None).await
     }
@@ -49,7 +80,7 @@ impl Fs<'_> {
         if !self.can_read() {
             return Err(Error::Unsupported("fs.readTextFile"));
         }
-        let params = schema::ReadTextFileRequest::new(self.cx.id().clone(), self.absolute(path))
+        let params = schema::ReadTextFileRequest::new(self.cx.id().clone(), self.path(path)?)
             .line(line)
             .limit(limit);
         let answer: schema::ReadTextFileResponse =
@@ -57,7 +88,7 @@ impl Fs<'_> {
         Ok(answer.content)
     }
 
-    /// Writes a whole text file, creating it if needed. Paths are resolved against the cwd.
+    /// Writes a whole text file, creating it if needed.
     pub async fn write_text_file(
         &self,
         path: impl AsRef<Path>,
@@ -68,7 +99,7 @@ impl Fs<'_> {
         }
         let params = schema::WriteTextFileRequest::new(
             self.cx.id().clone(),
-            self.absolute(path),
+            self.path(path)?,
             content.into(),
         );
         let _: serde::de::IgnoredAny = self
@@ -78,7 +109,13 @@ impl Fs<'_> {
         Ok(())
     }
 
-    fn absolute(&self, path: impl AsRef<Path>) -> PathBuf {
-        self.cx.cwd().join(path)
+    /// The path to send: absolute, normalized, and inside the roots unless unrestricted.
+    fn path(&self, path: impl AsRef<Path>) -> Result<PathBuf> {
+        let roots = &self.cx.state.roots;
+        if self.restricted {
+            roots.resolve(path.as_ref())
+        } else {
+            Ok(roots.absolute(path.as_ref()))
+        }
     }
 }

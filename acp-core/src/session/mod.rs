@@ -5,11 +5,12 @@
 
 mod fs;
 pub(crate) mod registry;
+pub(crate) mod roots;
 pub(crate) mod state;
 mod terminal;
 mod tool_call;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -53,7 +54,7 @@ impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
             .field("id", &self.state.id)
-            .field("cwd", &self.state.cwd)
+            .field("cwd", &self.state.roots.cwd)
             .field("in_turn", &self.turn.is_some())
             .finish_non_exhaustive()
     }
@@ -69,9 +70,16 @@ impl Session {
         &self.state.id
     }
 
-    /// The working directory the client gave for this session (absolute).
+    /// The working directory the client gave for this session: absolute (a relative or empty
+    /// one is refused with `-32602` before the session exists) and normalized.
     pub fn cwd(&self) -> &Path {
-        &self.state.cwd
+        &self.state.roots.cwd
+    }
+
+    /// The other workspace roots the client gave for this session (`additionalDirectories`),
+    /// absolute and normalized. With the cwd, they bound the paths [`Session::fs`] accepts.
+    pub fn additional_directories(&self) -> &[PathBuf] {
+        &self.state.roots.additional
     }
 
     /// The MCP servers the client asked the agent to connect to.

@@ -1,9 +1,9 @@
 //! What the runtime keeps per connection ([`Connection`]: the peer, what the client said in
 //! `initialize`, the session registry, typed extensions) and per session ([`SessionState`]).
 
+use super::roots::Roots;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -95,7 +95,8 @@ impl Connection {
 #[derive(Debug)]
 pub(crate) struct SessionState {
     pub id: SessionId,
-    pub cwd: PathBuf,
+    /// The session's directories: `cwd` and the client's additional ones.
+    pub roots: Roots,
     pub mcp_servers: Vec<schema::McpServer>,
     pub conn: Arc<Connection>,
     /// The running prompt turn, if any.
@@ -111,12 +112,12 @@ impl SessionState {
     pub fn new(
         conn: &Arc<Connection>,
         id: SessionId,
-        cwd: PathBuf,
+        roots: Roots,
         mcp_servers: Vec<schema::McpServer>,
     ) -> Arc<Self> {
         Arc::new(SessionState {
             id,
-            cwd,
+            roots,
             mcp_servers,
             conn: conn.clone(),
             turn: Mutex::new(None),
