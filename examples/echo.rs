@@ -40,9 +40,12 @@ impl Echo {
                 Ok(StopReason::Cancelled)
             }
             "stream" => {
-                let n: usize = rest.trim().parse().map_err(|_| {
-                    acp::Error::InvalidParams(format!("`stream` needs a count, got {rest:?}"))
-                })?;
+                // Not a count: tell the user what works rather than failing the turn.
+                let Ok(n) = rest.trim().parse::<usize>() else {
+                    cx.message("`stream` needs a count, like `stream 3`.")
+                        .await?;
+                    return Ok(StopReason::EndTurn);
+                };
                 for i in 0..n {
                     cx.message(format!("chunk {i}\n")).await?;
                 }
@@ -85,9 +88,13 @@ async fn echo(cx: &Session, text: &str) -> acp::Result<StopReason> {
 async fn read(cx: &Session, path: &str) -> acp::Result<StopReason> {
     match cx.fs().read_text_file(path.trim()).await {
         Ok(content) => cx.message(content).await?,
+        // The editor did not offer this (nothing was sent): say so, and end the turn normally.
         Err(acp::Error::Unsupported(cap)) => {
-            cx.message(format!("fs unavailable: the editor has no {cap}"))
-                .await?
+            cx.message(format!(
+                "fs unavailable: this editor does not let agents read files \
+                 (no {cap} capability), so I can't read {path}."
+            ))
+            .await?
         }
         // A missing file is the user's business, not a failed turn.
         Err(e) if e.is_not_found() => cx.message(format!("no such file: {path}")).await?,
@@ -101,8 +108,11 @@ async fn write(cx: &Session, args: &str) -> acp::Result<StopReason> {
     match cx.fs().write_text_file(path, content).await {
         Ok(()) => cx.message(format!("wrote {path}")).await?,
         Err(acp::Error::Unsupported(cap)) => {
-            cx.message(format!("fs unavailable: the editor has no {cap}"))
-                .await?
+            cx.message(format!(
+                "fs unavailable: this editor does not let agents write files \
+                 (no {cap} capability), so I can't write {path}."
+            ))
+            .await?
         }
         Err(e) => return Err(e),
     }

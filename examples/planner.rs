@@ -5,7 +5,8 @@
 //! honouring cancellation between steps (`cx.check_cancelled()?`).
 //!
 //! The prompt names a file to review (default `README.md`): the agent reads it through the
-//! editor, measures it, and reports. A missing file changes the plan.
+//! editor, measures it, and reports. A missing file changes the plan; an editor that does not
+//! let agents read files gets a message saying so.
 //!
 //! Run it: `./scripts/demo planner "Cargo.toml"`, or point your editor's agent server setting
 //! at `target/debug/examples/planner` (see the README).
@@ -73,6 +74,15 @@ impl Planner {
             "" => "README.md".to_owned(),
             other => other.to_owned(),
         };
+        // Without the editor's file system there is nothing to review: say why, end normally.
+        if !cx.fs().can_read() {
+            cx.message(format!(
+                "This editor does not let agents read files (no fs.readTextFile capability), \
+                 so I can't review `{target}`."
+            ))
+            .await?;
+            return Ok(StopReason::EndTurn);
+        }
         let mut plan = Plan::new(&[
             &format!("Read {target}"),
             "Measure it",

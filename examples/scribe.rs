@@ -2,7 +2,8 @@
 //!
 //! Each prompt appends a line to `NOTES.md` in the session's working directory: it reads the
 //! file through the editor (a `read` tool call the user sees), then writes it back (an `edit`
-//! tool call that asks for permission first and shows a diff).
+//! tool call that asks for permission first and shows a diff). In an editor that does not let
+//! agents read and write files, it says so instead.
 //!
 //! Run it under a real ACP client: `cargo build --example scribe` and point your editor's
 //! agent server setting at `target/debug/examples/scribe`.
@@ -19,6 +20,22 @@ pub struct Scribe;
 impl Scribe {
     /// One prompt turn. Returning ends the turn; `?` on a cancelled call ends it as cancelled.
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+        // The notes live in a file the editor reads and writes for us. An editor that does
+        // not offer that gets told why nothing happens, and the turn still ends normally.
+        let fs = cx.fs();
+        if !fs.can_read() || !fs.can_write() {
+            let (verb, capability) = if fs.can_write() {
+                ("read", "fs.readTextFile")
+            } else {
+                ("write", "fs.writeTextFile")
+            };
+            cx.message(format!(
+                "This editor does not let agents {verb} files (no {capability} capability), \
+                 so I can't keep notes."
+            ))
+            .await?;
+            return Ok(StopReason::EndTurn);
+        }
         let path = cx.cwd().join("NOTES.md");
         let notes = self.read(cx, path.clone()).await?; // a tool call the user sees
         match self

@@ -299,19 +299,8 @@ pub use acp_core::schema::{
     ToolCallContent, ToolKind,
 };
 
-/// Sends `tracing` logs to stderr, filtered by `RUST_LOG` (default `warn`).
-///
-/// Does nothing if a global subscriber is already installed, so it is safe to call from
-/// `main` of every agent.
-pub fn init_logging() {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
-}
+mod logging;
+pub use logging::init_logging;
 
 /// What the expansions of the macros name. Not a stable API: use the macros.
 #[doc(hidden)]

@@ -673,7 +673,7 @@ async fn stdout_carries_only_jsonrpc_frames_across_a_mixed_session() {
     for text in [
         "hello there  world",
         "stream 5",
-        "read /nonexistent/but/no/client/handler",
+        "read missing/but/no/client/handler.txt",
     ] {
         let id = start_prompt(&c, &sid, text);
         // The read asks the client (us) for the file: answer with an error.

@@ -65,7 +65,7 @@ pub enum Error {
         /// The client's description.
         message: String,
         /// The client's structured details, if any.
-        data: Option<serde_json::Value>,
+        data: Option<Box<serde_json::Value>>,
     },
     /// The client broke the protocol: an answer to one of the agent's requests that is not
     /// a well-formed JSON-RPC response (both `result` and `error`, neither, a malformed

@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tracing::{Instrument, debug, debug_span};
+use tracing::{Instrument, debug, debug_span, warn};
 
 use crate::agent::Agent;
 use crate::peer::{Peer, read_loop, write_loop};
@@ -16,14 +17,25 @@ use crate::tools::Tools;
 use crate::transport::stdio;
 use crate::{Error, Result};
 
+/// How long the last answers may take to reach a client that closed our input, after the
+/// handlers' own wait ([`Router::shutdown`]): together well under a second, so an agent exits
+/// promptly even when the client stops reading its output but keeps it open.
+const DRAIN_WAIT: Duration = Duration::from_millis(300);
+
 /// Serves `agent` on the process's stdin and stdout until the client closes stdin.
 ///
-/// Everything written to stdout is a protocol frame: log through `tracing` to stderr.
+/// stdout carries protocol frames and nothing else. On Linux and macOS the protocol's input
+/// and output are first moved to private descriptors, fd 1 is pointed at stderr and fd 0 at
+/// `/dev/null`: a `println!` anywhere in the process (author code, a dependency) or the output
+/// of a child process ends up on stderr, and can neither corrupt the protocol stream nor
+/// block the agent. Log through `tracing` (see `acp::init_logging`), which also writes to
+/// stderr. Call it once per process.
+///
+/// Returns within a second of the client closing stdin, whatever the client does with
+/// stdout (see [`serve`]).
 pub async fn serve_stdio<A: Agent>(agent: A) -> Result<()> {
-    let (reader, writer) = stdio::open();
-    let served = serve(agent, reader, writer).await;
-    stdio::restore();
-    served
+    let (reader, writer) = stdio::take();
+    serve(agent, reader, writer).await
 }
 
 /// Serves `agent` over any byte stream pair until `reader` reaches end of file.
@@ -31,7 +43,12 @@ pub async fn serve_stdio<A: Agent>(agent: A) -> Result<()> {
 /// On end of file, running turns are cancelled and answered, requests awaiting the client
 /// fail with [`Error::ConnectionClosed`], every session is freed, and the call returns
 /// `Ok(())` once the agent has been dropped (unless the author kept a session handle of it
-/// somewhere else).
+/// somewhere else). Handlers get half a second to finish and the last answers 300 ms more to
+/// be written: a client that stops reading cannot keep the agent alive.
+///
+/// At most 1,024 requests are handled at a time: beyond that, nothing more is read until
+/// one of them is answered, so a client that writes requests without reading the answers
+/// cannot grow the agent's memory.
 pub async fn serve<A, R, W>(agent: A, reader: R, writer: W) -> Result<()>
 where
     A: Agent,
@@ -52,11 +69,20 @@ where
 
     // Shut down: cancel every turn (their tokens are children of the peer's), fail pending
     // requests, let the turns answer, then stop the writer once everything queued before the
-    // stop is written.
+    // stop is written — unless the client does not read it in time.
     peer.close();
     router.shutdown().await;
-    peer.stop().await;
-    let written = writer_task.await;
+    let mut writer_task = writer_task;
+    let drained = tokio::time::timeout(DRAIN_WAIT, async {
+        peer.stop().await;
+        (&mut writer_task).await
+    })
+    .await;
+    let written = drained.unwrap_or_else(|_| {
+        warn!(parent: &span, "the client did not read the last answers within {DRAIN_WAIT:?}; dropped them");
+        writer_task.abort();
+        Ok(Ok(()))
+    });
     // Free the sessions and what the connection holds of the agent, then the agent itself.
     conn.sessions.clear();
     conn.extensions.clear();

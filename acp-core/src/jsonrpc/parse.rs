@@ -48,12 +48,13 @@ struct Envelope<'a> {
     jsonrpc: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow, default, deserialize_with = "present")]
     method: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     params: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     result: Option<&'a RawValue>,
+    // `"error": null` beside a result (as JSON-RPC 1.0 peers write it) counts as no error.
     #[serde(borrow, default)]
     error: Option<&'a RawValue>,
 }
@@ -242,6 +243,10 @@ mod tests {
             (-32600, RequestId::Number(3))
         );
         assert_eq!(code(r#"{"jsonrpc":"2.0"}"#), (-32600, RequestId::Null));
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":"m","method":null}"#),
+            (-32600, RequestId::Str("m".into()))
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use serde::Serialize;
 use tokio::io::{AsyncWrite, BufWriter};
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::{Mutex, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{self, Answer, Failed, Pending};
@@ -23,6 +23,15 @@ pub(crate) use writer::write_loop;
 
 /// Frames queued for the writer; a producer faster than the pipe waits here.
 pub(crate) const QUEUE_FRAMES: usize = 1024;
+
+/// Requests read from the client and not answered yet (their answer not queued), at most:
+/// beyond this the reader stops reading until one is answered, so a client that writes
+/// requests without reading the answers cannot grow the agent.
+pub(crate) const MAX_IN_FLIGHT: usize = 1024;
+
+/// One request admitted by [`Peer::admit`]: counts as in flight until dropped, which is when
+/// its answer is queued (or given up).
+pub(crate) type Admission = tokio::sync::OwnedSemaphorePermit;
 
 /// Frames that must not reach the client after the last of them (a prompt turn's updates, and
 /// the answer that ends the turn). Shared by every frame of the sequence.
@@ -99,6 +108,8 @@ pub(crate) struct Peer {
     /// The writer has stopped: nothing more is written.
     stopped: AtomicBool,
     pending: Pending,
+    /// Permits for requests in flight ([`MAX_IN_FLIGHT`]).
+    admissions: Arc<Semaphore>,
     /// Cancelled when no answer from the client can come any more: the connection is closing,
     /// or writing to the client failed.
     pub closed: CancellationToken,
@@ -126,6 +137,7 @@ impl Peer {
             output: Mutex::new(BufWriter::with_capacity(64 * 1024, writer)),
             stopped: AtomicBool::new(false),
             pending: Pending::default(),
+            admissions: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             closed: CancellationToken::new(),
         };
         (Arc::new(peer), rx)
@@ -188,11 +200,47 @@ impl Peer {
         self.send(frame).await
     }
 
-    /// Queues an error answer to request `id`.
-    pub async fn reply_error(&self, id: &RequestId, error: schema::Error) {
-        let _ = self
-            .send(Frame::new(jsonrpc::encode_error(id, &error), None))
-            .await;
+    /// Admits one more request, waiting while [`MAX_IN_FLIGHT`] are unanswered; `None` once
+    /// the connection is closed.
+    pub async fn admit(&self) -> Option<Admission> {
+        tokio::select! {
+            permit = self.admissions.clone().acquire_owned() => permit.ok(),
+            () = self.closed.cancelled() => None,
+        }
+    }
+
+    /// Queues an answer without ever waiting (for the reader, which must stay free to read
+    /// the next cancel): at once when the queue has room, otherwise from a task of its own
+    /// that keeps the request's admission until the answer is queued.
+    pub fn reply(self: &Arc<Self>, frame: Frame, admission: Admission) {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        match self.out.try_send(frame) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Full(frame)) => {
+                self.in_flight.fetch_sub(1, Ordering::AcqRel);
+                let peer = self.clone();
+                tokio::spawn(async move {
+                    let _ = peer.send(frame).await;
+                    drop(admission);
+                });
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// [`reply`](Self::reply) with an error answer to request `id`.
+    pub fn reply_error(
+        self: &Arc<Self>,
+        id: &RequestId,
+        error: schema::Error,
+        admission: Admission,
+    ) {
+        self.reply(
+            Frame::new(jsonrpc::encode_error(id, &error), None),
+            admission,
+        );
     }
 
     /// Stops the writer once everything queued so far is written.
@@ -252,7 +300,7 @@ impl Peer {
                 method: method.to_owned(),
                 code: e.code.into(),
                 message: e.message,
-                data: e.data,
+                data: e.data.map(Box::new),
             },
             Failed::Malformed(why) => {
                 Error::Protocol(format!("its answer to `{method}` is malformed: {why}"))

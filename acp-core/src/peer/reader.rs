@@ -6,37 +6,43 @@ use serde_json::value::RawValue;
 use tokio::io::AsyncRead;
 use tracing::debug;
 
-use super::Peer;
+use std::sync::Arc;
+
+use super::{Admission, Peer};
 use crate::jsonrpc::{self, Incoming};
 use crate::schema::{self, ErrorCode, RequestId};
 use crate::transport::{Line, LineReader, lines::MAX_LINE};
 
-/// What handles the client's requests and notifications.
+/// What handles the client's requests and notifications. Neither method may wait: the reader
+/// must stay free to read the next message (a cancel, an answer someone waits for).
 pub(crate) trait Dispatch {
-    /// Routes a request: answers it at once, or starts the task that will. Must not wait on
-    /// the client.
-    fn request(
-        &self,
-        id: RequestId,
-        method: &str,
-        params: Option<&RawValue>,
-    ) -> impl Future<Output = ()>;
+    /// Routes a request: answers it at once (with [`Peer::reply`]), or starts the task that
+    /// will. The request counts as in flight until `admission` is dropped: keep it with
+    /// the answer.
+    fn request(&self, id: RequestId, method: &str, params: Option<&RawValue>, admission: Admission);
 
     /// Handles a notification (never answered).
     fn notification(&self, method: &str, params: Option<&RawValue>);
 }
 
 /// Reads until the end of the input, or until the client can no longer hear us.
+///
+/// Every line is read with an admission in hand ([`Peer::admit`]): while
+/// [`MAX_IN_FLIGHT`](super::MAX_IN_FLIGHT) requests are unanswered, nothing more is read.
+/// Nothing else is ever awaited here.
 pub(crate) async fn read_loop<R: AsyncRead + Unpin>(
     reader: R,
-    peer: &Peer,
+    peer: &Arc<Peer>,
     dispatch: &impl Dispatch,
 ) -> std::io::Result<()> {
     let mut lines = LineReader::new(reader);
     loop {
+        // The writer failed: the client cannot hear us any more.
+        let Some(admission) = peer.admit().await else {
+            return Ok(());
+        };
         let line = tokio::select! {
             line = lines.next() => line?,
-            // The writer failed: the client cannot hear us any more.
             () = peer.closed.cancelled() => return Ok(()),
         };
         match line {
@@ -49,18 +55,18 @@ pub(crate) async fn read_loop<R: AsyncRead + Unpin>(
                     ErrorCode::ParseError.into(),
                     format!("message longer than {MAX_LINE} bytes"),
                 );
-                peer.reply_error(&RequestId::Null, error).await;
+                peer.reply_error(&RequestId::Null, error, admission);
             }
-            Some(Line::Message(bytes)) => handle(bytes, peer, dispatch).await,
+            Some(Line::Message(bytes)) => handle(bytes, peer, dispatch, admission),
         }
     }
 }
 
-async fn handle(line: &[u8], peer: &Peer, dispatch: &impl Dispatch) {
+fn handle(line: &[u8], peer: &Arc<Peer>, dispatch: &impl Dispatch, admission: Admission) {
     match jsonrpc::parse(line) {
         Err(rejected) => {
             debug!(error = %rejected.error.message, "rejected an incoming line");
-            peer.reply_error(&rejected.id, rejected.error).await;
+            peer.reply_error(&rejected.id, rejected.error, admission);
         }
         Ok(Incoming::Response { id, result }) => {
             if let Err(jsonrpc::Failed::Malformed(why)) = &result {
@@ -72,7 +78,7 @@ async fn handle(line: &[u8], peer: &Peer, dispatch: &impl Dispatch) {
         }
         Ok(Incoming::Notification { method, params }) => dispatch.notification(&method, params),
         Ok(Incoming::Request { id, method, params }) => {
-            dispatch.request(id, &method, params).await;
+            dispatch.request(id, &method, params, admission);
         }
     }
 }

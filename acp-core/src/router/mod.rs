@@ -19,8 +19,8 @@ use tracing::{debug, warn};
 
 use crate::agent::Agent;
 use crate::jsonrpc;
-use crate::peer::{Dispatch, Frame};
-use crate::protocol::{methods, v1};
+use crate::peer::{Admission, Dispatch, Frame};
+use crate::protocol::methods;
 use crate::schema::{self, ErrorCode, RequestId};
 use crate::session::Connection;
 use crate::turn::Turn;
@@ -96,55 +96,57 @@ impl<A: Agent> Router<A> {
         }
     }
 
-    /// Runs a handler's future as its own task; a panic in it answers `-32603`.
-    fn spawn(&self, id: RequestId, fut: BoxFuture<'static, ()>) {
+    /// Runs a handler's future as its own task, in flight until it ends; a panic in it
+    /// answers `-32603`.
+    fn spawn(&self, id: RequestId, fut: BoxFuture<'static, ()>, admission: Admission) {
         let peer = self.conn.peer.clone();
         self.tasks.spawn(async move {
             if let Err(panic) = AssertUnwindSafe(fut).catch_unwind().await {
                 let error = Error::panicked("the agent", panic.as_ref());
-                peer.reply_error(&id, error.to_rpc()).await;
+                let _ = peer
+                    .send(Frame::new(
+                        jsonrpc::encode_error(&id, &error.to_rpc()),
+                        None,
+                    ))
+                    .await;
             }
+            drop(admission);
         });
-    }
-
-    /// Queues the answer to a request.
-    pub async fn reply<T: serde::Serialize>(&self, id: &RequestId, result: Result<T>) {
-        let _ = self
-            .conn
-            .peer
-            .send(Frame::new(v1::answer(id, result), None))
-            .await;
     }
 }
 
 impl<A: Agent> Dispatch for Router<A> {
-    async fn request(&self, id: RequestId, method: &str, params: Option<&RawValue>) {
+    fn request(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: Option<&RawValue>,
+        admission: Admission,
+    ) {
+        let peer = &self.conn.peer;
         let route = self
             .routes
             .iter()
             .find(|r| r.method == method && (r.gate)(&self.agent));
         let Some(route) = route else {
-            return self
-                .reply(&id, Err::<(), _>(Error::method_not_found(method)))
-                .await;
+            let error = Error::method_not_found(method).to_rpc();
+            return peer.reply_error(&id, error, admission);
         };
         if method != methods::INITIALIZE && self.conn.client.get().is_none() {
             let error = schema::Error::new(
                 ErrorCode::InvalidRequest.into(),
                 format!("`{method}` was sent before `initialize`; call `initialize` first"),
             );
-            return self.conn.peer.reply_error(&id, error).await;
+            return peer.reply_error(&id, error, admission);
         }
         match &route.handler {
             Handler::Inline(answer) => match answer(self, &id, params) {
-                Ok(bytes) => {
-                    let _ = self.conn.peer.send(Frame::new(bytes, None)).await;
-                }
-                Err(e) => self.conn.peer.reply_error(&id, e).await,
+                Ok(bytes) => peer.reply(Frame::new(bytes, None), admission),
+                Err(e) => peer.reply_error(&id, e, admission),
             },
             Handler::Spawned(start) => match start(self, id.clone(), params) {
-                Ok(fut) => self.spawn(id, fut),
-                Err(e) => self.conn.peer.reply_error(&id, e).await,
+                Ok(fut) => self.spawn(id, fut, admission),
+                Err(e) => peer.reply_error(&id, e, admission),
             },
         }
     }
