@@ -51,7 +51,7 @@ mod turn;
 
 pub use agent::{Agent, Prompt, SessionSetup};
 pub use error::{Error, Result};
-pub use serve::{serve, serve_stdio};
+pub use serve::{Server, serve, serve_stdio};
 pub use session::{Fs, Session, Terminal, Terminals, ToolCallBuilder, ToolCallGuard, in_tool_call};
 pub use tools::{IntoToolOutput, Json, ToolDef, ToolLocations, ToolOutput};
 

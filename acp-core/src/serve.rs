@@ -10,11 +10,12 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::{Instrument, debug, debug_span, warn};
 
 use crate::agent::Agent;
-use crate::peer::{Peer, read_loop, write_loop};
+use crate::peer::{DEFAULT_MAX_IN_FLIGHT, Peer, read_loop, write_loop};
 use crate::router::Router;
 use crate::session::Connection;
 use crate::tools::Tools;
-use crate::transport::stdio;
+use crate::transport::lines::DEFAULT_MAX_LINE;
+use crate::transport::{LineReader, stdio};
 use crate::{Error, Result};
 
 /// How long the last answers may take to reach a client that closed our input, after the
@@ -22,7 +23,8 @@ use crate::{Error, Result};
 /// promptly even when the client stops reading its output but keeps it open.
 const DRAIN_WAIT: Duration = Duration::from_millis(300);
 
-/// Serves `agent` on the process's stdin and stdout until the client closes stdin.
+/// Serves `agent` on the process's stdin and stdout until the client closes stdin, with the
+/// default limits ([`Server`] to change them).
 ///
 /// stdout carries protocol frames and nothing else. On Linux and macOS the protocol's input
 /// and output are first moved to private descriptors, fd 1 is pointed at stderr and fd 0 at
@@ -34,70 +36,131 @@ const DRAIN_WAIT: Duration = Duration::from_millis(300);
 /// Returns within a second of the client closing stdin, whatever the client does with
 /// stdout (see [`serve`]).
 pub async fn serve_stdio<A: Agent>(agent: A) -> Result<()> {
-    let (reader, writer) = stdio::take();
-    serve(agent, reader, writer).await
+    Server::new(agent).serve_stdio().await
 }
 
-/// Serves `agent` over any byte stream pair until `reader` reaches end of file.
+/// Serves `agent` over any byte stream pair until `reader` reaches end of file, with the
+/// default limits ([`Server`] to change them).
 ///
 /// On end of file, running turns are cancelled and answered, requests awaiting the client
 /// fail with [`Error::ConnectionClosed`], every session is freed, and the call returns
 /// `Ok(())` once the agent has been dropped (unless the author kept a session handle of it
 /// somewhere else). Handlers get half a second to finish and the last answers 300 ms more to
 /// be written: a client that stops reading cannot keep the agent alive.
-///
-/// At most 1,024 requests are handled at a time: beyond that, nothing more is read until
-/// one of them is answered, so a client that writes requests without reading the answers
-/// cannot grow the agent's memory.
 pub async fn serve<A, R, W>(agent: A, reader: R, writer: W) -> Result<()>
 where
     A: Agent,
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
-    let span = debug_span!("acp", conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed));
-    let (peer, queue) = Peer::new(writer);
-    let conn = Arc::new(Connection::new(peer.clone()));
-    let agent = Arc::new(agent);
-    conn.extensions.insert(Tools(agent.clone()));
-    let writer_task = tokio::spawn(write_loop(queue, peer.clone()).instrument(span.clone()));
-    let router = Router::new(agent, conn.clone());
-    let read = read_loop(reader, &peer, &router)
-        .instrument(span.clone())
-        .await;
+    Server::new(agent).serve(reader, writer).await
+}
 
-    // Shut down: cancel every turn (their tokens are children of the peer's), fail pending
-    // requests, let the turns answer, then stop the writer once everything queued before the
-    // stop is written — unless the client does not read it in time.
-    peer.close();
-    router.shutdown().await;
-    let mut writer_task = writer_task;
-    let drained = tokio::time::timeout(DRAIN_WAIT, async {
-        peer.stop().await;
-        (&mut writer_task).await
-    })
-    .await;
-    let written = drained.unwrap_or_else(|_| {
-        warn!(parent: &span, "the client did not read the last answers within {DRAIN_WAIT:?}; dropped them");
-        writer_task.abort();
-        Ok(Ok(()))
-    });
-    // Free the sessions and what the connection holds of the agent, then the agent itself.
-    conn.sessions.clear();
-    conn.extensions.clear();
-    drop(router);
-    debug!(parent: &span, "connection closed");
-    read?;
-    match written {
-        Ok(result) => result.or_else(|e| {
-            // The client going away first is a normal way for a session to end.
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                Ok(())
-            } else {
-                Err(Error::Io(e))
-            }
-        }),
-        Err(join) => Err(Error::msg(format!("the writer task failed: {join}"))),
+/// An agent to serve, with the limits of its connection.
+///
+/// ```no_run
+/// # async fn demo(agent: impl acp_core::Agent) -> acp_core::Result<()> {
+/// acp_core::Server::new(agent)
+///     .max_line_bytes(8 * 1024 * 1024)
+///     .serve_stdio()
+///     .await
+/// # }
+/// ```
+#[derive(Debug)]
+#[must_use = "a server does nothing until `serve_stdio` or `serve` is awaited"]
+pub struct Server<A> {
+    agent: A,
+    max_line: usize,
+    max_in_flight: usize,
+}
+
+impl<A: Agent> Server<A> {
+    /// `agent`, with the default limits: 64 MiB lines, 1,024 requests in flight.
+    pub fn new(agent: A) -> Self {
+        Server {
+            agent,
+            max_line: DEFAULT_MAX_LINE,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+        }
+    }
+
+    /// The longest message accepted, in bytes (default 64 MiB). A longer line is skipped
+    /// without being buffered and answered `-32700` with a null id; the connection goes on.
+    pub fn max_line_bytes(mut self, bytes: usize) -> Self {
+        self.max_line = bytes;
+        self
+    }
+
+    /// How many of the client's requests may be in flight (read and not yet answered) at
+    /// once (default 1,024, at least 1). Beyond it the agent stops reading until one is
+    /// answered: a client that writes requests without reading the answers cannot grow the
+    /// agent's memory. Running prompt turns count, one per session.
+    pub fn max_in_flight(mut self, requests: usize) -> Self {
+        self.max_in_flight = requests.max(1);
+        self
+    }
+
+    /// Serves on the process's stdin and stdout: see [`serve_stdio`].
+    pub async fn serve_stdio(self) -> Result<()> {
+        let (reader, writer) = stdio::take();
+        self.serve(reader, writer).await
+    }
+
+    /// Serves over any byte stream pair: see [`serve`].
+    pub async fn serve<R, W>(self, reader: R, writer: W) -> Result<()>
+    where
+        R: AsyncRead + Unpin + Send,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let Server {
+            agent,
+            max_line,
+            max_in_flight,
+        } = self;
+        static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+        let span = debug_span!("acp", conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed));
+        let (peer, queue) = Peer::new(writer, max_in_flight);
+        let conn = Arc::new(Connection::new(peer.clone()));
+        let agent = Arc::new(agent);
+        conn.extensions.insert(Tools(agent.clone()));
+        let writer_task = tokio::spawn(write_loop(queue, peer.clone()).instrument(span.clone()));
+        let router = Router::new(agent, conn.clone());
+        let read = read_loop(LineReader::new(reader, max_line), &peer, &router)
+            .instrument(span.clone())
+            .await;
+
+        // Shut down: cancel every turn (their tokens are children of the peer's), fail pending
+        // requests, let the turns answer, then stop the writer once everything queued before the
+        // stop is written — unless the client does not read it in time.
+        peer.close();
+        router.shutdown().await;
+        let mut writer_task = writer_task;
+        let drained = tokio::time::timeout(DRAIN_WAIT, async {
+            peer.stop().await;
+            (&mut writer_task).await
+        })
+        .await;
+        let written = drained.unwrap_or_else(|_| {
+            warn!(parent: &span, "the client did not read the last answers in time; dropped them");
+            writer_task.abort();
+            Ok(Ok(()))
+        });
+        // Free the sessions and what the connection holds of the agent, then the agent itself.
+        conn.sessions.clear();
+        conn.extensions.clear();
+        drop(router);
+        debug!(parent: &span, "connection closed");
+        read?;
+        match written {
+            Ok(result) => result.or_else(|e| {
+                // The client going away first is a normal way for a session to end.
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    Ok(())
+                } else {
+                    Err(Error::Io(e))
+                }
+            }),
+            Err(join) => Err(Error::msg(format!("the writer task failed: {join}"))),
+        }
     }
 }

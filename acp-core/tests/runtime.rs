@@ -699,6 +699,134 @@ async fn an_oversized_line_is_rejected_and_the_connection_goes_on() {
     .await;
 }
 
+/// A client for an agent served by `server` (its limits set by the test) over an in-memory
+/// pipe.
+async fn attached<A: Agent>(
+    server: acp_core::Server<A>,
+    builder: acp_core::testing::TestClientBuilder,
+) -> (TestClient, tokio::task::JoinHandle<Result<()>>) {
+    let (client_io, agent_io) = tokio::io::duplex(1 << 16);
+    let (agent_read, agent_write) = tokio::io::split(agent_io);
+    let (client_read, client_write) = tokio::io::split(client_io);
+    let served = tokio::spawn(server.serve(agent_read, agent_write));
+    let client = builder.attach(client_read, client_write).await.unwrap();
+    (client, served)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_line_limit_is_configurable() {
+    within(async {
+        let server = acp_core::Server::new(Probe::default()).max_line_bytes(1024);
+        let (c, served) = attached(server, TestClient::builder()).await;
+        c.send(json!("x".repeat(2000)));
+        let s = c.new_session().await.unwrap();
+        let rejected = c
+            .transcript()
+            .into_iter()
+            .find(|f| f.direction == Direction::FromAgent && f.message["error"]["code"] == -32700)
+            .expect("the long line was answered");
+        let message = rejected.message["error"]["message"].as_str().unwrap();
+        assert!(message.contains("1024 bytes"), "{message}");
+        assert_eq!(s.prompt("after").await.unwrap().text(), "after");
+        c.close().await.unwrap();
+        served.await.unwrap().unwrap();
+    })
+    .await;
+}
+
+/// An agent whose `session/new` for the cwd `/slow` waits until the test opens the gate.
+struct Gated {
+    gate: Arc<tokio::sync::Notify>,
+}
+
+impl Agent for Gated {
+    async fn new_session(&self, cx: &Session) -> Result<SessionSetup> {
+        if cx.cwd() == std::path::Path::new("/slow") {
+            self.gate.notified().await;
+        }
+        Ok(SessionSetup::default())
+    }
+
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> Result<StopReason> {
+        cx.message(prompt.text()).await?;
+        Ok(StopReason::EndTurn)
+    }
+}
+
+/// With at most 2 requests in flight, two handlers that do not finish leave the next request
+/// unread until one of them does.
+#[tokio::test(start_paused = true)]
+async fn beyond_the_requests_in_flight_nothing_more_is_read() {
+    within(async {
+        let gate = Arc::new(tokio::sync::Notify::new());
+        let server = acp_core::Server::new(Gated { gate: gate.clone() }).max_in_flight(2);
+        let (c, served) = attached(server, TestClient::builder()).await;
+        let slow = json!({"cwd": "/slow", "mcpServers": []});
+        let (a, b) = (
+            c.send_request("session/new", slow.clone()),
+            c.send_request("session/new", slow),
+        );
+        let third = c.send_request("session/new", json!({"cwd": "/fast", "mcpServers": []}));
+        // Long enough (on the paused clock) for the third to be answered if it were read.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(
+            !c.transcript().iter().any(|f| f.is_response_to(&third)),
+            "a third request was read while two were in flight"
+        );
+        gate.notify_one();
+        for id in [&a, &b, &third] {
+            if id == &b {
+                gate.notify_one();
+            }
+            assert!(
+                c.wait_for_response(id)
+                    .await
+                    .unwrap()
+                    .get("result")
+                    .is_some()
+            );
+        }
+        c.close().await.unwrap();
+        served.await.unwrap().unwrap();
+    })
+    .await;
+}
+
+/// Running turns (bounded by sessions) and handlers waiting on the client do not count as
+/// in flight: with a bound of 1, a turn waiting on the user and a turn waiting for its cancel
+/// leave the client free to open sessions and to cancel.
+#[tokio::test(start_paused = true)]
+async fn turns_and_handlers_waiting_on_the_client_do_not_count_as_in_flight() {
+    within(async {
+        let server = acp_core::Server::new(Probe::default()).max_in_flight(1);
+        let builder = TestClient::builder().hold("session/request_permission");
+        let (c, served) = attached(server, builder).await;
+        let (s1, s2) = (
+            c.new_session().await.unwrap(),
+            c.new_session().await.unwrap(),
+        );
+        let asking = s1.start_prompt("ask");
+        let held = c.next_request("session/request_permission").await.unwrap();
+        let sleeping = s2.start_prompt("sleep");
+        s2.wait_for_update("sleeping", |u| {
+            matches!(u, SessionUpdate::AgentMessageChunk(_))
+        })
+        .await
+        .unwrap();
+        let s3 = c.new_session().await.unwrap();
+        assert_eq!(s3.prompt("third").await.unwrap().text(), "third");
+        s2.cancel();
+        let answer = c.wait_for_response(&sleeping).await.unwrap();
+        assert_eq!(answer["result"]["stopReason"], "cancelled");
+        held.select("yes");
+        let answer = c.wait_for_response(&asking).await.unwrap();
+        assert_eq!(answer["result"]["stopReason"], "end_turn");
+        c.close().await.unwrap();
+        served.await.unwrap().unwrap();
+    })
+    .await;
+}
+
 /// A writer that counts writes and flushes, and can be stalled like a client that stops
 /// reading.
 struct Gate<W> {

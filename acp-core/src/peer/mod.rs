@@ -24,14 +24,34 @@ pub(crate) use writer::write_loop;
 /// Frames queued for the writer; a producer faster than the pipe waits here.
 pub(crate) const QUEUE_FRAMES: usize = 1024;
 
-/// Requests read from the client and not answered yet (their answer not queued), at most:
-/// beyond this the reader stops reading until one is answered, so a client that writes
-/// requests without reading the answers cannot grow the agent.
-pub(crate) const MAX_IN_FLIGHT: usize = 1024;
+/// Requests read from the client and not answered yet (their answer not queued), at most, by
+/// default: beyond this the reader stops reading until one is answered, so a client that
+/// writes requests without reading the answers cannot grow the agent.
+pub(crate) const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
 
 /// One request admitted by [`Peer::admit`]: counts as in flight until dropped, which is when
-/// its answer is queued (or given up).
+/// its answer is queued (or given up), or [released](release_admission) earlier.
 pub(crate) type Admission = tokio::sync::OwnedSemaphorePermit;
+
+tokio::task_local! {
+    /// The admission of the request the current task handles (see [`admitted`]).
+    static ADMISSION: std::cell::RefCell<Option<Admission>>;
+}
+
+/// Runs `handler` (the task that answers one request) holding the request's `admission`.
+pub(crate) fn admitted<F: Future>(
+    admission: Admission,
+    handler: F,
+) -> impl Future<Output = F::Output> {
+    ADMISSION.scope(std::cell::RefCell::new(Some(admission)), handler)
+}
+
+/// The request the current task handles stops counting as in flight. Done for a handler
+/// that waits on the client (the client's answer is behind the reader, which must be free to
+/// read it) and for a prompt turn once started (turns are bounded by sessions, one each).
+pub(crate) fn release_admission() {
+    let _ = ADMISSION.try_with(|admission| admission.borrow_mut().take());
+}
 
 /// Frames that must not reach the client after the last of them (a prompt turn's updates, and
 /// the answer that ends the turn). Shared by every frame of the sequence.
@@ -108,7 +128,7 @@ pub(crate) struct Peer {
     /// The writer has stopped: nothing more is written.
     stopped: AtomicBool,
     pending: Pending,
-    /// Permits for requests in flight ([`MAX_IN_FLIGHT`]).
+    /// Permits for requests in flight.
     admissions: Arc<Semaphore>,
     /// Cancelled when no answer from the client can come any more: the connection is closing,
     /// or writing to the client failed.
@@ -128,6 +148,7 @@ impl Peer {
     /// [`write_loop`].
     pub fn new(
         writer: impl AsyncWrite + Unpin + Send + 'static,
+        max_in_flight: usize,
     ) -> (Arc<Peer>, mpsc::Receiver<Frame>) {
         let (out, rx) = mpsc::channel(QUEUE_FRAMES);
         let writer: Box<dyn AsyncWrite + Unpin + Send> = Box::new(writer);
@@ -137,7 +158,7 @@ impl Peer {
             output: Mutex::new(BufWriter::with_capacity(64 * 1024, writer)),
             stopped: AtomicBool::new(false),
             pending: Pending::default(),
-            admissions: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            admissions: Arc::new(Semaphore::new(max_in_flight.max(1))),
             closed: CancellationToken::new(),
         };
         (Arc::new(peer), rx)
@@ -200,7 +221,7 @@ impl Peer {
         self.send(frame).await
     }
 
-    /// Admits one more request, waiting while [`MAX_IN_FLIGHT`] are unanswered; `None` once
+    /// Admits one more request, waiting while the most allowed are unanswered; `None` once
     /// the connection is closed.
     pub async fn admit(&self) -> Option<Admission> {
         tokio::select! {
@@ -283,6 +304,8 @@ impl Peer {
         let _forget = Forget(&self.pending, id);
         let bytes = jsonrpc::encode_request(id, method, params)?;
         self.send(Frame::new(bytes, None)).await?;
+        // Waiting on the client from now: the reader must stay free to read its answer.
+        release_admission();
         let cancelled = async {
             match cancel {
                 Some(token) => token.cancelled().await,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::{Admission, Peer};
 use crate::jsonrpc::{self, Incoming};
 use crate::schema::{self, ErrorCode, RequestId};
-use crate::transport::{Line, LineReader, lines::MAX_LINE};
+use crate::transport::{Line, LineReader};
 
 /// What handles the client's requests and notifications. Neither method may wait: the reader
 /// must stay free to read the next message (a cancel, an answer someone waits for).
@@ -27,15 +27,14 @@ pub(crate) trait Dispatch {
 
 /// Reads until the end of the input, or until the client can no longer hear us.
 ///
-/// Every line is read with an admission in hand ([`Peer::admit`]): while
-/// [`MAX_IN_FLIGHT`](super::MAX_IN_FLIGHT) requests are unanswered, nothing more is read.
+/// Every line is read with an admission in hand ([`Peer::admit`]): while the most requests
+/// allowed are unanswered, nothing more is read.
 /// Nothing else is ever awaited here.
 pub(crate) async fn read_loop<R: AsyncRead + Unpin>(
-    reader: R,
+    mut lines: LineReader<R>,
     peer: &Arc<Peer>,
     dispatch: &impl Dispatch,
 ) -> std::io::Result<()> {
-    let mut lines = LineReader::new(reader);
     loop {
         // The writer failed: the client cannot hear us any more.
         let Some(admission) = peer.admit().await else {
@@ -53,7 +52,11 @@ pub(crate) async fn read_loop<R: AsyncRead + Unpin>(
             Some(Line::TooLong) => {
                 let error = schema::Error::new(
                     ErrorCode::ParseError.into(),
-                    format!("message longer than {MAX_LINE} bytes"),
+                    format!(
+                        "parse error: the message is longer than the {} bytes this agent \
+                         accepts; it was skipped",
+                        lines.max()
+                    ),
                 );
                 peer.reply_error(&RequestId::Null, error, admission);
             }

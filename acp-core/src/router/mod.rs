@@ -19,7 +19,7 @@ use tracing::{debug, warn};
 
 use crate::agent::Agent;
 use crate::jsonrpc;
-use crate::peer::{Admission, Dispatch, Frame};
+use crate::peer::{Admission, Dispatch, Frame, admitted};
 use crate::protocol::methods;
 use crate::schema::{self, ErrorCode, RequestId};
 use crate::session::Connection;
@@ -100,7 +100,7 @@ impl<A: Agent> Router<A> {
     /// answers `-32603`.
     fn spawn(&self, id: RequestId, fut: BoxFuture<'static, ()>, admission: Admission) {
         let peer = self.conn.peer.clone();
-        self.tasks.spawn(async move {
+        self.tasks.spawn(admitted(admission, async move {
             if let Err(panic) = AssertUnwindSafe(fut).catch_unwind().await {
                 let error = Error::panicked("the agent", panic.as_ref());
                 let _ = peer
@@ -110,8 +110,7 @@ impl<A: Agent> Router<A> {
                     ))
                     .await;
             }
-            drop(admission);
-        });
+        }));
     }
 }
 

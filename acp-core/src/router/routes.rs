@@ -227,6 +227,8 @@ fn prompt<A: Agent>(
     let span = debug_span!("turn", session = %state.id);
     Ok(Box::pin(
         async move {
+            // Running turns are bounded by sessions (one each), not by the requests in flight.
+            crate::peer::release_admission();
             let cx = Session::new(state.clone(), Some(turn.clone()));
             let outcome =
                 turn::run(agent.prompt(&cx, Prompt::from_request(req)), &turn.cancel).await;

@@ -3,15 +3,15 @@
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 
-/// Longest accepted input line; a longer one is reported and skipped.
-pub(crate) const MAX_LINE: usize = 64 * 1024 * 1024;
+/// Longest accepted input line by default; a longer one is reported and skipped.
+pub(crate) const DEFAULT_MAX_LINE: usize = 64 * 1024 * 1024;
 
 /// One line of input.
 #[derive(Debug)]
 pub(crate) enum Line<'a> {
     /// A line's bytes, without the newline and surrounding whitespace; never empty.
     Message(&'a [u8]),
-    /// A line longer than [`MAX_LINE`], already skipped.
+    /// A line longer than the limit, already skipped.
     TooLong,
 }
 
@@ -20,14 +20,22 @@ pub(crate) enum Line<'a> {
 pub(crate) struct LineReader<R> {
     reader: BufReader<R>,
     line: Vec<u8>,
+    max: usize,
 }
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
-    pub fn new(reader: R) -> Self {
+    /// Reads `reader`, accepting lines of at most `max` bytes.
+    pub fn new(reader: R, max: usize) -> Self {
         LineReader {
             reader: BufReader::with_capacity(64 * 1024, reader),
             line: Vec::with_capacity(4096),
+            max,
         }
+    }
+
+    /// The longest line accepted.
+    pub fn max(&self) -> usize {
+        self.max
     }
 
     /// The next non-blank line; `None` at end of input.
@@ -35,13 +43,13 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         loop {
             self.line.clear();
             let n = (&mut self.reader)
-                .take(MAX_LINE as u64 + 1)
+                .take(self.max as u64 + 1)
                 .read_until(b'\n', &mut self.line)
                 .await?;
             if n == 0 {
                 return Ok(None);
             }
-            if self.line.len() > MAX_LINE && !self.line.ends_with(b"\n") {
+            if self.line.len() > self.max && !self.line.ends_with(b"\n") {
                 self.skip_rest().await?;
                 return Ok(Some(Line::TooLong));
             }
