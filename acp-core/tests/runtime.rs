@@ -827,6 +827,67 @@ async fn turns_and_handlers_waiting_on_the_client_do_not_count_as_in_flight() {
     .await;
 }
 
+/// Counts the drops of the per-session value of `session/close`'s test.
+#[derive(Default)]
+struct ClosedState;
+
+static CLOSED_STATE_DROPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl Drop for ClosedState {
+    fn drop(&mut self) {
+        CLOSED_STATE_DROPS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+struct Closing;
+
+impl Agent for Closing {
+    async fn prompt(&self, cx: &Session, _prompt: Prompt) -> Result<StopReason> {
+        let _ = cx.state::<ClosedState>();
+        cx.message("waiting").await?;
+        cx.cancelled().await;
+        Ok(StopReason::Cancelled)
+    }
+}
+
+/// `session/close` is advertised, cancels the running turn (which answers `cancelled`), frees
+/// the session's memory, and the session is unknown afterwards.
+#[tokio::test(start_paused = true)]
+async fn closing_a_session_cancels_its_turn_and_frees_it() {
+    within(async {
+        let c = TestClient::builder().connect(Closing).await.unwrap();
+        assert!(
+            c.initialize_response()["agentCapabilities"]["sessionCapabilities"]["close"]
+                .is_object(),
+            "{}",
+            c.initialize_response()
+        );
+        let s = c.new_session().await.unwrap();
+        let turn = s.start_prompt("go");
+        s.wait_for_update("waiting", |_| true).await.unwrap();
+        assert_eq!(s.close().await.unwrap(), json!({}));
+        let answer = c.wait_for_response(&turn).await.unwrap();
+        assert_eq!(answer["result"]["stopReason"], "cancelled");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(
+            CLOSED_STATE_DROPS.load(std::sync::atomic::Ordering::SeqCst),
+            1
+        );
+        let again = c
+            .request(
+                "session/prompt",
+                json!({"sessionId": s.id(), "prompt": [{"type": "text", "text": "x"}]}),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(again, Error::Rpc { code: -32002, .. }), "{again}");
+        let twice = s.close().await.unwrap_err();
+        assert!(matches!(twice, Error::Rpc { code: -32002, .. }), "{twice}");
+        c.close().await.unwrap();
+    })
+    .await;
+}
+
 /// A writer that counts writes and flushes, and can be stalled like a client that stops
 /// reading.
 struct Gate<W> {

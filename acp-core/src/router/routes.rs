@@ -52,6 +52,11 @@ pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
             handler: Handler::Spawned(prompt),
         },
         Route {
+            method: methods::SESSION_CLOSE,
+            gate: always,
+            handler: Handler::Inline(close_session),
+        },
+        Route {
             method: methods::SESSION_SET_MODE,
             gate: always,
             handler: Handler::Spawned(set_mode),
@@ -107,8 +112,11 @@ fn initialize<A: Agent>(
     if r.conn.client.set(req.client_capabilities).is_err() {
         debug!("`initialize` sent twice; keeping the first client capabilities");
     }
+    // What the runtime answers for every agent, beside what the agent advertises.
+    let mut capabilities = r.agent.capabilities();
+    capabilities.session_capabilities.close = Some(schema::SessionCloseCapabilities::new());
     let response = schema::InitializeResponse::new(version)
-        .agent_capabilities(r.agent.capabilities())
+        .agent_capabilities(capabilities)
         .auth_methods(r.agent.auth_methods())
         .agent_info(r.agent.info());
     Ok(jsonrpc::encode_result(id, &response))
@@ -302,6 +310,27 @@ fn authenticate<A: Agent>(
         )
         .await;
     }))
+}
+
+/// `session/close`: cancels the session's running turn (which still answers, `cancelled`)
+/// and forgets the session: its memory is freed once the turn has wound down.
+fn close_session<A: Agent>(
+    r: &Router<A>,
+    id: &RequestId,
+    raw: Option<&RawValue>,
+) -> Result<Vec<u8>, schema::Error> {
+    let req: schema::CloseSessionRequest = params(methods::SESSION_CLOSE, raw)?;
+    let session = r
+        .conn
+        .sessions
+        .remove(&req.session_id)
+        .ok_or_else(|| schema::Error::session_not_found(req.session_id.clone()))?;
+    debug!(session = %session.id, "session closed");
+    session.cancel_turn();
+    Ok(jsonrpc::encode_result(
+        id,
+        &schema::CloseSessionResponse::new(),
+    ))
 }
 
 fn cancel<A: Agent>(r: &Router<A>, raw: Option<&RawValue>) {

@@ -29,6 +29,11 @@ impl Registry {
         self.map().get(id).cloned()
     }
 
+    /// Removes the session `id`, returning it if it was known.
+    pub fn remove(&self, id: &SessionId) -> Option<Arc<SessionState>> {
+        self.map().remove(id)
+    }
+
     /// Removes every session.
     pub fn clear(&self) -> Vec<Arc<SessionState>> {
         self.map().drain().map(|(_, s)| s).collect()

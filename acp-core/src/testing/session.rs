@@ -113,4 +113,12 @@ impl TestSession<'_> {
             )
             .await
     }
+
+    /// Closes the session (`session/close`): its running turn is cancelled and the agent
+    /// forgets it.
+    pub async fn close(&self) -> Result<Value> {
+        self.client
+            .request("session/close", json!({"sessionId": self.id}))
+            .await
+    }
 }
