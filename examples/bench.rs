@@ -88,5 +88,12 @@ async fn permission(cx: &Session, n: usize) -> acp::Result<StopReason> {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> acp::Result<()> {
     acp::init_logging();
-    acp::serve_stdio(Bench).await
+    // Sessions are recorded in the default store, as for every agent; the benchmark also
+    // measures the runtime without it.
+    let server = acp::Server::new(Bench);
+    let server = match std::env::var_os("ACP_BENCH_NO_STORE") {
+        Some(_) => server.no_store(),
+        None => server,
+    };
+    server.serve_stdio().await
 }

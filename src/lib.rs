@@ -59,6 +59,8 @@ pub use acp_core::testing;
 
 pub use acp_core::{IntoToolOutput, Json, ToolLocations};
 
+pub use acp_core::store;
+
 /// Derives [`JsonSchema`](trait@JsonSchema), the JSON Schema a model reads to call a tool with
 /// a parameter of this type, for a crate that depends on `acp` alone.
 ///

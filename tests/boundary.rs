@@ -21,7 +21,8 @@ const GUARD: Duration = Duration::from_secs(20);
 
 fn faulty() -> Command {
     let mut cmd = Command::new(support::example_binary("faulty"));
-    cmd.env("RUST_LOG", "warn");
+    cmd.env("RUST_LOG", "warn")
+        .env("ACP_DATA_DIR", support::data_dir());
     cmd
 }
 

@@ -31,7 +31,8 @@ enum Via {
 
 fn probe_command() -> Command {
     let mut cmd = Command::new(support::example_binary("probe"));
-    cmd.env("RUST_LOG", "warn");
+    cmd.env("RUST_LOG", "warn")
+        .env("ACP_DATA_DIR", support::data_dir());
     cmd
 }
 

@@ -42,6 +42,7 @@ mod protocol;
 mod router;
 mod serve;
 mod session;
+pub mod store;
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;

@@ -10,9 +10,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::{Instrument, debug, debug_span, warn};
 
 use crate::agent::Agent;
-use crate::peer::{DEFAULT_MAX_IN_FLIGHT, Peer, read_loop, write_loop};
+use crate::peer::{DEFAULT_MAX_IN_FLIGHT, Journal, Peer, read_loop, write_loop};
 use crate::router::Router;
 use crate::session::Connection;
+use crate::store::SessionStore;
 use crate::tools::Tools;
 use crate::transport::lines::DEFAULT_MAX_LINE;
 use crate::transport::{LineReader, stdio};
@@ -24,7 +25,8 @@ use crate::{Error, Result};
 const DRAIN_WAIT: Duration = Duration::from_millis(300);
 
 /// Serves `agent` on the process's stdin and stdout until the client closes stdin, with the
-/// default limits ([`Server`] to change them).
+/// default limits and sessions recorded in the agent's default on-disk store ([`Server`] to
+/// change them).
 ///
 /// stdout carries protocol frames and nothing else. On Linux and macOS the protocol's input
 /// and output are first moved to private descriptors, fd 1 is pointed at stderr and fd 0 at
@@ -66,12 +68,30 @@ where
 ///     .await
 /// # }
 /// ```
-#[derive(Debug)]
 #[must_use = "a server does nothing until `serve_stdio` or `serve` is awaited"]
 pub struct Server<A> {
     agent: A,
     max_line: usize,
     max_in_flight: usize,
+    store: Store,
+}
+
+/// Where a server records its sessions.
+enum Store {
+    /// The on-disk default under [`serve_stdio`](Server::serve_stdio); none under `serve`.
+    Default,
+    None,
+    Given(Arc<dyn SessionStore>),
+}
+
+impl<A> std::fmt::Debug for Server<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("max_line", &self.max_line)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("recorded", &!matches!(self.store, Store::None))
+            .finish_non_exhaustive()
+    }
 }
 
 impl<A: Agent> Server<A> {
@@ -81,7 +101,36 @@ impl<A: Agent> Server<A> {
             agent,
             max_line: DEFAULT_MAX_LINE,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            store: Store::Default,
         }
+    }
+
+    /// Records every session in `store` and answers `session/list`, `session/load` (the whole
+    /// conversation replayed), `session/resume` and `session/delete` from it, advertising
+    /// them. The agent writes nothing for it: the user's prompts, every update sent, each
+    /// turn's stop reason are recorded as they happen, each update committed before the
+    /// client receives it.
+    ///
+    /// Without a call to `store` or [`no_store`](Self::no_store), [`serve_stdio`](Self::serve_stdio)
+    /// records into the default on-disk store of the agent (its `info().name`), see
+    /// [`SqliteStore::open_default`](crate::store::SqliteStore::open_default); `serve` records
+    /// nothing.
+    pub fn store(mut self, store: impl SessionStore) -> Self {
+        self.store = Store::Given(Arc::new(store));
+        self
+    }
+
+    /// [`store`](Self::store), with a store shared with other code (e.g. a test that
+    /// restarts the agent on the same store).
+    pub fn shared_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.store = Store::Given(store);
+        self
+    }
+
+    /// Records nothing: the history methods are neither advertised nor answered.
+    pub fn no_store(mut self) -> Self {
+        self.store = Store::None;
+        self
     }
 
     /// The longest message accepted, in bytes (default 64 MiB). A longer line is skipped
@@ -100,8 +149,20 @@ impl<A: Agent> Server<A> {
         self
     }
 
-    /// Serves on the process's stdin and stdout: see [`serve_stdio`].
-    pub async fn serve_stdio(self) -> Result<()> {
+    /// Serves on the process's stdin and stdout: see [`serve_stdio`]. Unless told otherwise,
+    /// sessions are recorded in the agent's default on-disk store; if it cannot be opened,
+    /// the agent runs without one (and says why on stderr).
+    pub async fn serve_stdio(mut self) -> Result<()> {
+        if matches!(self.store, Store::Default) {
+            let name = self.agent.info().name;
+            self.store = match crate::store::SqliteStore::open_default(&name) {
+                Ok(store) => Store::Given(Arc::new(store)),
+                Err(e) => {
+                    warn!("sessions will not be recorded: the session store did not open: {e}");
+                    Store::None
+                }
+            };
+        }
         let (reader, writer) = stdio::take();
         self.serve(reader, writer).await
     }
@@ -116,10 +177,15 @@ impl<A: Agent> Server<A> {
             agent,
             max_line,
             max_in_flight,
+            store,
         } = self;
         static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
         let span = debug_span!("acp", conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed));
-        let (peer, queue) = Peer::new(writer, max_in_flight);
+        let store = match store {
+            Store::Given(store) => Some(store),
+            Store::Default | Store::None => None,
+        };
+        let (peer, queue) = Peer::new(writer, max_in_flight, Journal::new(store));
         let conn = Arc::new(Connection::new(peer.clone()));
         let agent = Arc::new(agent);
         conn.extensions.insert(Tools(agent.clone()));

@@ -11,7 +11,7 @@ use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use crate::peer::{Frame, Peer, Sequence};
+use crate::peer::{Frame, Journaled, Peer, Sequence};
 use crate::protocol::v1;
 use crate::schema::{SessionId, StopReason, ToolCallId};
 use crate::{Error, Result};
@@ -80,18 +80,19 @@ impl Turn {
             "the turn ended before this tool call finished"
         };
         for call in open {
-            let frame = Frame::new(
-                v1::tool_call_failed(session, &call, message),
-                Some(self.sequence.clone()),
-            );
+            let (bytes, update) = v1::tool_call_failed(session, &call, message);
+            let frame = Frame::new(bytes, Some(self.sequence.clone()))
+                .recorded(peer.journal.update(session, &update));
             let _ = peer.send(frame).await;
         }
         self.closing.store(true, Ordering::Release);
         debug!(cancelled, ok = outcome.is_ok(), "turn finished");
-        Frame::ending(
-            v1::prompt_answer(id, outcome, cancelled),
-            self.sequence.clone(),
-        )
+        let (bytes, stop) = v1::prompt_answer(id, outcome, cancelled);
+        let record = match stop {
+            Some(stop) if peer.journal.is_recording() => Journaled::turn_ended(session, &stop),
+            _ => None,
+        };
+        Frame::ending(bytes, self.sequence.clone()).recorded(record)
     }
 }
 

@@ -119,6 +119,11 @@ impl Impl {
     pub(crate) fn new(name: &'static str, mut command: Command) -> Self {
         // Logging to stderr must cost the same for everyone: nothing.
         command.env_remove("RUST_LOG");
+        // Our agent records its sessions in the default store: a temporary one here.
+        command.env(
+            "ACP_DATA_DIR",
+            std::env::temp_dir().join(format!("acp-bench-{}", std::process::id())),
+        );
         Impl { name, command }
     }
 

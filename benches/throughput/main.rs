@@ -57,7 +57,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use agents::{Impl, build_ours, build_rust_sdk, prepare_ts};
-use report::{load_average, print_table};
+use report::{load_average, print_recording, print_table};
 use workloads::{baseline, cancel, permission, stream};
 
 const STREAM_N: usize = 100_000;
@@ -93,7 +93,12 @@ fn main() {
 
     let mut agents = Vec::new();
     match build_ours(root, &cargo) {
-        Ok(path) => agents.push(Impl::new("ours", Command::new(path))),
+        Ok(path) => {
+            agents.push(Impl::new("ours", Command::new(&path)));
+            let mut unrecorded = Command::new(&path);
+            unrecorded.env("ACP_BENCH_NO_STORE", "1");
+            agents.push(Impl::new("ours, no store", unrecorded));
+        }
         Err(e) => {
             eprintln!("throughput: cannot build examples/bench.rs: {e}");
             std::process::exit(1);
@@ -138,6 +143,7 @@ fn main() {
     let baseline = baseline(STREAM_N);
     let load_after = load_average();
     print_table(&columns, baseline);
+    print_recording(&columns);
     println!("load average (1 min) before/after the measurements: {load_before} / {load_after}");
     eprintln!(
         "throughput: measured in {:.1} s",

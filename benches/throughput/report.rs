@@ -202,3 +202,41 @@ fn us(d: Duration) -> f64 {
 fn fmt_us(v: f64) -> String {
     format!("{v:.0}")
 }
+
+/// What recording sessions in the default store costs: ours (as every agent runs, recording)
+/// against the same agent without a store, in the same run.
+pub(crate) fn print_recording(columns: &[Column]) {
+    let find = |name: &str| columns.iter().find(|c| c.name == name);
+    let (Some(on), Some(off)) = (find("ours"), find("ours, no store")) else {
+        return;
+    };
+    let best = |c: &Column| {
+        c.stream_rates
+            .iter()
+            .map(|r| r.0)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+    };
+    println!();
+    println!("recording sessions (default SQLite store) | with store | without | with/without");
+    if let (Some(a), Some(b)) = (best(on), best(off)) {
+        println!(
+            "stream 100k: chunks/s (best of 3)         | {a:>10.0} | {b:>7.0} | {:.2}",
+            a / b
+        );
+    }
+    for (label, pick) in [("cancel: p50 µs", 0), ("cancel: p99 µs", 1)] {
+        if let (Some(a), Some(b)) = (Stats::of(&on.cancel), Stats::of(&off.cancel)) {
+            let (a, b) = if pick == 0 {
+                (a.p50, b.p50)
+            } else {
+                (a.p99, b.p99)
+            };
+            println!(
+                "{label:<42}| {:>10} | {:>7} | {:.2}",
+                a.as_micros(),
+                b.as_micros(),
+                a.as_secs_f64() / b.as_secs_f64()
+            );
+        }
+    }
+}

@@ -34,6 +34,12 @@ pub fn target_dir() -> PathBuf {
     tmp.parent().map(Path::to_path_buf).unwrap_or(tmp)
 }
 
+/// The data directory (`ACP_DATA_DIR`: the agents' session stores) of every agent the tests
+/// start: under cargo's temporary directory for tests, never the user's own.
+pub fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("acp-data")
+}
+
 /// Path of the `echo` example; see [`example_binary`].
 pub fn echo_binary() -> PathBuf {
     example_binary("echo")
@@ -136,6 +142,9 @@ fn drain<R: Read + Send + 'static>(mut r: R) -> thread::JoinHandle<String> {
 
 /// Run `cmd` to completion, killing it if it outlives `timeout` (a hang guard).
 pub fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> std::io::Result<Finished> {
+    // The agents an interop script starts inherit this: their stores stay in a temporary
+    // directory.
+    cmd.env("ACP_DATA_DIR", data_dir());
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -3,6 +3,7 @@
 //! client and their answers, and the [reader](reader) loop that hands every incoming message to
 //! a [`Dispatch`].
 
+mod journal;
 pub(crate) mod reader;
 pub(crate) mod writer;
 
@@ -18,6 +19,7 @@ use crate::jsonrpc::{self, Answer, Failed, Pending};
 use crate::schema::{self, RequestId};
 use crate::{Error, Result};
 
+pub(crate) use journal::{Journal, Journaled};
 pub(crate) use reader::{Dispatch, read_loop};
 pub(crate) use writer::write_loop;
 
@@ -82,9 +84,12 @@ pub(crate) enum FrameKind {
 /// One serialized frame on its way to the client.
 #[derive(Debug)]
 pub(crate) struct Frame {
+    /// The line to write (empty for a frame that only records).
     pub bytes: Vec<u8>,
     pub sequence: Option<Arc<Sequence>>,
     pub kind: FrameKind,
+    /// What the session store keeps of this frame, committed before it is written.
+    pub record: Option<Box<Journaled>>,
 }
 
 impl Frame {
@@ -94,7 +99,14 @@ impl Frame {
             bytes,
             sequence,
             kind: FrameKind::Normal,
+            record: None,
         }
+    }
+
+    /// The same frame, recorded in the session store (if there is one) before it is written.
+    pub fn recorded(mut self, record: Option<Journaled>) -> Self {
+        self.record = record.map(Box::new);
+        self
     }
 
     /// The last frame of `sequence`.
@@ -103,6 +115,7 @@ impl Frame {
             bytes,
             sequence: Some(sequence),
             kind: FrameKind::EndsSequence,
+            record: None,
         }
     }
 
@@ -111,6 +124,7 @@ impl Frame {
             bytes: Vec::new(),
             sequence: None,
             kind: FrameKind::Stop,
+            record: None,
         }
     }
 }
@@ -130,6 +144,8 @@ pub(crate) struct Peer {
     pending: Pending,
     /// Permits for requests in flight.
     admissions: Arc<Semaphore>,
+    /// Where the frames that carry a record are recorded before they are written.
+    pub journal: Journal,
     /// Cancelled when no answer from the client can come any more: the connection is closing,
     /// or writing to the client failed.
     pub closed: CancellationToken,
@@ -149,6 +165,7 @@ impl Peer {
     pub fn new(
         writer: impl AsyncWrite + Unpin + Send + 'static,
         max_in_flight: usize,
+        journal: Journal,
     ) -> (Arc<Peer>, mpsc::Receiver<Frame>) {
         let (out, rx) = mpsc::channel(QUEUE_FRAMES);
         let writer: Box<dyn AsyncWrite + Unpin + Send> = Box::new(writer);
@@ -159,6 +176,7 @@ impl Peer {
             stopped: AtomicBool::new(false),
             pending: Pending::default(),
             admissions: Arc::new(Semaphore::new(max_in_flight.max(1))),
+            journal,
             closed: CancellationToken::new(),
         };
         (Arc::new(peer), rx)
@@ -202,7 +220,8 @@ impl Peer {
     /// an empty queue and the output's lock. Never call it from the reader: it may wait on
     /// the client.
     pub async fn send_now(&self, frame: Frame) -> Result<()> {
-        if self.in_flight.load(Ordering::Acquire) == 0
+        if frame.record.is_none()
+            && self.in_flight.load(Ordering::Acquire) == 0
             && let Ok(mut output) = self.output.try_lock()
             && self.in_flight.load(Ordering::Acquire) == 0
             && !self.stopped.load(Ordering::Acquire)

@@ -17,7 +17,9 @@ pub(super) async fn write_frame(out: &mut Output, frame: &Frame) -> std::io::Res
         debug!("dropped an update sent after its turn was answered");
         return Ok(());
     }
-    out.write_all(&frame.bytes).await?;
+    if !frame.bytes.is_empty() {
+        out.write_all(&frame.bytes).await?;
+    }
     if frame.kind == FrameKind::EndsSequence
         && let Some(sequence) = &frame.sequence
     {
@@ -26,17 +28,22 @@ pub(super) async fn write_frame(out: &mut Output, frame: &Frame) -> std::io::Res
     Ok(())
 }
 
+/// Frames taken from the queue at once: recorded together, then written together.
+const BATCH: usize = 256;
+
 /// Writes queued frames until a stop frame (or a write error); then wakes everyone waiting on
-/// the client.
+/// the client. Each batch of queued frames is first recorded (when sessions are recorded),
+/// then written with one flush.
 pub(crate) async fn write_loop(
     mut rx: mpsc::Receiver<Frame>,
     peer: Arc<Peer>,
 ) -> std::io::Result<()> {
     let result = async {
-        while let Some(mut frame) = rx.recv().await {
-            // Write everything already queued, then flush once.
+        let mut batch = Vec::with_capacity(BATCH);
+        while rx.recv_many(&mut batch, BATCH).await > 0 {
+            peer.journal.commit(&mut batch).await;
             let mut out = peer.output.lock().await;
-            loop {
+            for frame in batch.drain(..) {
                 let outcome = match frame.kind {
                     FrameKind::Stop => {
                         peer.stopped.store(true, Ordering::Release);
@@ -47,10 +54,10 @@ pub(crate) async fn write_loop(
                 };
                 peer.in_flight.fetch_sub(1, Ordering::AcqRel);
                 outcome?;
-                match rx.try_recv() {
-                    Ok(next) => frame = next,
-                    Err(_) => break,
-                }
+            }
+            // More may have been queued while writing: write it before flushing.
+            if !rx.is_empty() {
+                continue;
             }
             out.flush().await?;
         }

@@ -12,6 +12,9 @@ pub(crate) const SESSION_SET_MODE: &str = AGENT_METHOD_NAMES.session_set_mode;
 pub(crate) const SESSION_SET_CONFIG_OPTION: &str = AGENT_METHOD_NAMES.session_set_config_option;
 pub(crate) const SESSION_CANCEL: &str = AGENT_METHOD_NAMES.session_cancel;
 pub(crate) const SESSION_CLOSE: &str = AGENT_METHOD_NAMES.session_close;
+pub(crate) const SESSION_LIST: &str = AGENT_METHOD_NAMES.session_list;
+pub(crate) const SESSION_RESUME: &str = AGENT_METHOD_NAMES.session_resume;
+pub(crate) const SESSION_DELETE: &str = AGENT_METHOD_NAMES.session_delete;
 pub(crate) const CANCEL_REQUEST: &str = PROTOCOL_LEVEL_METHOD_NAMES.cancel_request;
 
 // Sent to the client.

@@ -31,12 +31,18 @@ pub(crate) fn failed_fields(message: &str) -> ToolCallUpdateFields {
         .content(vec![message.into()])
 }
 
-/// A `tool_call_update` reporting `call` of `session` failed with `message`.
-pub(crate) fn tool_call_failed(session: &SessionId, call: &ToolCallId, message: &str) -> Vec<u8> {
+/// A `tool_call_update` reporting `call` of `session` failed with `message`: the frame, and
+/// the update (to record).
+pub(crate) fn tool_call_failed(
+    session: &SessionId,
+    call: &ToolCallId,
+    message: &str,
+) -> (Vec<u8>, SessionUpdate) {
     let update =
         SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call.clone(), failed_fields(message)));
     // Made of ids and a string only: it always serializes.
-    session_update(session, update).unwrap_or_default()
+    let bytes = session_update(session, update.clone()).unwrap_or_default();
+    (bytes, update)
 }
 
 /// The answer to the `session/prompt` request `id`, from how the turn ended.
@@ -45,22 +51,25 @@ pub(crate) fn tool_call_failed(session: &SessionId, call: &ToolCallId, message: 
 /// caused by the cancel included); so does a turn whose code returned [`Error::Cancelled`]
 /// (e.g. a permission request the client answered `cancelled`). Any other error is answered
 /// as a JSON-RPC error.
+/// Returns the frame, and the stop reason it answers with (none for an error).
 pub(crate) fn prompt_answer(
     id: &RequestId,
     outcome: Result<StopReason>,
     cancelled: bool,
-) -> Vec<u8> {
-    let cancelled_answer =
-        || jsonrpc::encode_result(id, &PromptResponse::new(StopReason::Cancelled));
-    match outcome {
-        _ if cancelled => cancelled_answer(),
-        Err(Error::Cancelled) => cancelled_answer(),
-        Ok(reason) => jsonrpc::encode_result(id, &PromptResponse::new(reason)),
+) -> (Vec<u8>, Option<StopReason>) {
+    let stop = match outcome {
+        _ if cancelled => StopReason::Cancelled,
+        Err(Error::Cancelled) => StopReason::Cancelled,
+        Ok(reason) => reason,
         Err(e) => {
             tracing::warn!("the prompt turn failed: {e}");
-            jsonrpc::encode_error(id, &e.to_rpc())
+            return (jsonrpc::encode_error(id, &e.to_rpc()), None);
         }
-    }
+    };
+    (
+        jsonrpc::encode_result(id, &PromptResponse::new(stop)),
+        Some(stop),
+    )
 }
 
 /// The answer to any other request `id`: its result, or its error.

@@ -4,6 +4,7 @@
 //! (it does not advertise it), is answered `-32601`; anything but `initialize` before
 //! `initialize` is answered `-32600`.
 
+mod history;
 mod routes;
 
 use std::collections::HashMap;
@@ -51,8 +52,9 @@ pub(crate) enum Handler<A> {
 pub(crate) struct Route<A> {
     /// The method, a schema-crate constant.
     pub method: &'static str,
-    /// Whether this agent answers the method (e.g. it advertises the capability).
-    pub gate: fn(&A) -> bool,
+    /// Whether this connection answers the method (e.g. the agent advertises the capability,
+    /// or sessions are recorded).
+    pub gate: fn(&Router<A>) -> bool,
     pub handler: Handler<A>,
 }
 
@@ -126,7 +128,7 @@ impl<A: Agent> Dispatch for Router<A> {
         let route = self
             .routes
             .iter()
-            .find(|r| r.method == method && (r.gate)(&self.agent));
+            .find(|r| r.method == method && (r.gate)(self));
         let Some(route) = route else {
             let error = Error::method_not_found(method).to_rpc();
             return peer.reply_error(&id, error, admission);

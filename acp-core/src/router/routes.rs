@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use tracing::{Instrument, debug, debug_span};
 
-use super::{Handler, NotificationRoute, Route, Router, params};
+use super::{Handler, NotificationRoute, Route, Router, history, params};
 use crate::agent::{Agent, Prompt, SessionSetup};
 use crate::jsonrpc;
 use crate::peer::Frame;
@@ -22,8 +22,11 @@ use crate::{Error, Result};
 
 /// The requests the runtime answers.
 pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
-    fn always<A>(_: &A) -> bool {
+    fn always<A>(_: &Router<A>) -> bool {
         true
+    }
+    fn recorded<A: Agent>(r: &Router<A>) -> bool {
+        r.store().is_some()
     }
     vec![
         Route {
@@ -33,7 +36,7 @@ pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
         },
         Route {
             method: methods::AUTHENTICATE,
-            gate: |a: &A| !a.auth_methods().is_empty(),
+            gate: |r: &Router<A>| !r.agent.auth_methods().is_empty(),
             handler: Handler::Spawned(authenticate),
         },
         Route {
@@ -43,8 +46,23 @@ pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
         },
         Route {
             method: methods::SESSION_LOAD,
-            gate: |a: &A| a.capabilities().load_session,
+            gate: |r: &Router<A>| recorded(r) || r.agent.capabilities().load_session,
             handler: Handler::Spawned(load_session),
+        },
+        Route {
+            method: methods::SESSION_RESUME,
+            gate: recorded,
+            handler: Handler::Spawned(history::resume),
+        },
+        Route {
+            method: methods::SESSION_LIST,
+            gate: recorded,
+            handler: Handler::Spawned(history::list),
+        },
+        Route {
+            method: methods::SESSION_DELETE,
+            gate: recorded,
+            handler: Handler::Spawned(history::delete),
         },
         Route {
             method: methods::SESSION_PROMPT,
@@ -84,7 +102,7 @@ pub(super) fn notifications<A: Agent>() -> Vec<NotificationRoute<A>> {
 }
 
 /// Queues the answer to request `id`.
-async fn answer<T: Serialize>(conn: &Connection, id: &RequestId, result: Result<T>) {
+pub(super) async fn answer<T: Serialize>(conn: &Connection, id: &RequestId, result: Result<T>) {
     let _ = conn
         .peer
         .send(Frame::new(v1::answer(id, result), None))
@@ -115,6 +133,13 @@ fn initialize<A: Agent>(
     // What the runtime answers for every agent, beside what the agent advertises.
     let mut capabilities = r.agent.capabilities();
     capabilities.session_capabilities.close = Some(schema::SessionCloseCapabilities::new());
+    if r.store().is_some() {
+        capabilities.load_session = true;
+        let sessions = &mut capabilities.session_capabilities;
+        sessions.list = Some(schema::SessionListCapabilities::new());
+        sessions.resume = Some(schema::SessionResumeCapabilities::new());
+        sessions.delete = Some(schema::SessionDeleteCapabilities::new());
+    }
     let response = schema::InitializeResponse::new(version)
         .agent_capabilities(capabilities)
         .auth_methods(r.agent.auth_methods())
@@ -132,6 +157,7 @@ async fn start_session<T: Serialize>(
     commands: Vec<schema::AvailableCommand>,
 ) {
     let session_id = state.id.clone();
+    history::save(conn, &state, None).await;
     conn.sessions.insert(state);
     answer(conn, id, Ok(response)).await;
     if !commands.is_empty() {
@@ -171,6 +197,16 @@ fn load_session<A: Agent>(
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::LoadSessionRequest = params(methods::SESSION_LOAD, raw)?;
     let roots = Roots::new(req.cwd, req.additional_directories)?;
+    if r.store().is_some() {
+        return Ok(history::reopen(
+            r,
+            id,
+            req.session_id,
+            roots,
+            req.mcp_servers,
+            true,
+        ));
+    }
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
     Ok(Box::pin(async move {
         let state = SessionState::new(&conn, req.session_id, roots, req.mcp_servers);
@@ -186,7 +222,7 @@ fn load_session<A: Agent>(
 
 /// Answers a `session/new` or `session/load` from the author's setup: the session is started
 /// with `response(state, setup)` as the answer, or the author's error is answered.
-async fn open_session<T: Serialize>(
+pub(super) async fn open_session<T: Serialize>(
     conn: &Connection,
     id: &RequestId,
     state: Arc<SessionState>,
@@ -237,6 +273,9 @@ fn prompt<A: Agent>(
         async move {
             // Running turns are bounded by sessions (one each), not by the requests in flight.
             crate::peer::release_admission();
+            if state.conn.peer.journal.is_recording() {
+                history::record_prompt(&state.conn, &state.id, &req.prompt).await;
+            }
             let cx = Session::new(state.clone(), Some(turn.clone()));
             let outcome =
                 turn::run(agent.prompt(&cx, Prompt::from_request(req)), &turn.cancel).await;

@@ -20,7 +20,7 @@ pub(crate) use state::{Connection, SessionState};
 pub use terminal::{Terminal, Terminals};
 pub use tool_call::{ToolCallBuilder, ToolCallGuard, in_tool_call};
 
-use crate::peer::Frame;
+use crate::peer::{Frame, Journaled};
 use crate::protocol::{methods, v1};
 use crate::schema::{
     self, ClientCapabilities, ContentBlock, ContentChunk, McpServer, PermissionOption,
@@ -158,14 +158,19 @@ impl Session {
     /// Updates of one session reach the client in the order they were sent, and every update of
     /// a turn reaches it before the turn's answer.
     pub async fn update(&self, update: SessionUpdate) -> Result<()> {
-        self.notify(&schema::SessionNotification::new(
-            self.state.id.clone(),
-            update,
-        ))
-        .await
+        let peer = &self.state.conn.peer;
+        let record = peer.journal.update(&self.state.id, &update);
+        let notification = schema::SessionNotification::new(self.state.id.clone(), update);
+        self.notify(&notification, record).await
     }
 
-    pub(crate) async fn notify(&self, params: &impl Serialize) -> Result<()> {
+    /// Sends a notification of this session (recorded as `record`), refused once the turn
+    /// this handle belongs to has been answered.
+    pub(crate) async fn notify(
+        &self,
+        params: &impl Serialize,
+        record: Option<Journaled>,
+    ) -> Result<()> {
         if let Some(turn) = &self.turn
             && turn.is_closing()
         {
@@ -173,7 +178,8 @@ impl Session {
         }
         let bytes = v1::update(params)?;
         let sequence = self.turn.as_ref().map(|t| t.sequence.clone());
-        self.state.conn.peer.send(Frame::new(bytes, sequence)).await
+        let frame = Frame::new(bytes, sequence).recorded(record);
+        self.state.conn.peer.send(frame).await
     }
 
     /// Sends a request to the client in this session's context; fails with

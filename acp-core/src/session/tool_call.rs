@@ -212,10 +212,11 @@ impl Drop for ToolCallGuard {
             "the tool call was abandoned before it finished"
         };
         // If the queue is full, the end-of-turn sweep reports it instead.
-        if self.cx.state.conn.peer.try_send(Frame::new(
-            v1::tool_call_failed(self.cx.id(), &self.id, message),
-            self.cx.turn.as_ref().map(|t| t.sequence.clone()),
-        )) {
+        let peer = &self.cx.state.conn.peer;
+        let (bytes, update) = v1::tool_call_failed(self.cx.id(), &self.id, message);
+        let frame = Frame::new(bytes, self.cx.turn.as_ref().map(|t| t.sequence.clone()))
+            .recorded(peer.journal.update(self.cx.id(), &update));
+        if peer.try_send(frame) {
             self.forget();
         }
     }

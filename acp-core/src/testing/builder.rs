@@ -153,10 +153,17 @@ impl TestClientBuilder {
 
     /// Starts `agent` in this process on an in-memory pipe and sends `initialize`.
     pub async fn connect<A: Agent>(self, agent: A) -> Result<TestClient> {
+        self.serve(crate::Server::new(agent)).await
+    }
+
+    /// Starts `server` (an agent with its limits and store) in this process on an in-memory
+    /// pipe and sends `initialize`. With a store shared between two clients, the second one
+    /// sees the agent restarted on the same history.
+    pub async fn serve<A: Agent>(self, server: crate::Server<A>) -> Result<TestClient> {
         let (client_io, agent_io) = tokio::io::duplex(1 << 16);
         let (agent_read, agent_write) = tokio::io::split(agent_io);
         let (client_read, client_write) = tokio::io::split(client_io);
-        let served = tokio::spawn(crate::serve(agent, agent_read, agent_write));
+        let served = tokio::spawn(server.serve(agent_read, agent_write));
         let no_stderr = Arc::default();
         self.start(client_read, client_write, Agent_::Task(served), no_stderr)
             .await

@@ -29,6 +29,22 @@ pub(super) struct Child {
     /// Set on drop: the watcher kills the child.
     kill: Arc<AtomicBool>,
     exited: Option<oneshot::Receiver<std::io::Result<ExitStatus>>>,
+    /// The temporary data directory given to the agent (its session store), removed on drop.
+    data_dir: Option<std::path::PathBuf>,
+}
+
+/// A fresh temporary directory for one agent's data (`ACP_DATA_DIR`), so that a test never
+/// writes the user's real session store.
+fn temporary_data_dir() -> std::io::Result<std::path::PathBuf> {
+    use std::sync::atomic::AtomicU64;
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "acp-testing-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
 }
 
 /// The agent's ends of the pipes, as seen by the client.
@@ -42,8 +58,16 @@ pub(super) struct Pipes {
 }
 
 impl Child {
-    /// Starts `command` with piped stdio. Must run inside a tokio runtime.
+    /// Starts `command` with piped stdio and, unless the command sets one, `ACP_DATA_DIR`
+    /// pointing at a fresh temporary directory. Must run inside a tokio runtime.
     pub fn spawn(mut command: std::process::Command) -> Result<(Child, Pipes)> {
+        let data_dir = if command.get_envs().any(|(key, _)| key == "ACP_DATA_DIR") {
+            None
+        } else {
+            let dir = temporary_data_dir().map_err(Error::Io)?;
+            command.env("ACP_DATA_DIR", &dir);
+            Some(dir)
+        };
         command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -78,6 +102,7 @@ impl Child {
         let child = Child {
             kill,
             exited: Some(exited),
+            data_dir,
         };
         let pipes = Pipes {
             read,
@@ -103,6 +128,9 @@ impl Child {
 impl Drop for Child {
     fn drop(&mut self) {
         self.kill.store(true, Ordering::Release);
+        if let Some(dir) = &self.data_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 

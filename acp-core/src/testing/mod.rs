@@ -77,6 +77,7 @@ mod builder;
 mod child;
 mod editor;
 mod held;
+mod history;
 mod session;
 #[cfg(test)]
 mod tests;
@@ -92,6 +93,7 @@ use serde_json::{Value, json};
 pub use builder::TestClientBuilder;
 pub use editor::{MemoryFs, PermissionPolicy, TerminalStub};
 pub use held::HeldRequest;
+pub use history::Loaded;
 pub use session::TestSession;
 pub use trace::{Direction, Frame, ToolCallTrace, Turn};
 

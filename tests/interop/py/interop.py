@@ -366,9 +366,10 @@ NO_FS = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=False, write
 
 def agent_env() -> dict[str, str]:
     """Extra environment for the agent. The SDK starts agents with a trimmed environment
-    (HOME, PATH, ...); RUST_LOG and the names listed in ACP_INTEROP_PASS_ENV are passed on."""
+    (HOME, PATH, ...); RUST_LOG, ACP_DATA_DIR (the agent's session store: a temporary directory in
+    tests) and the names listed in ACP_INTEROP_PASS_ENV are passed on."""
     env = {"RUST_BACKTRACE": "1"}
-    names = ["RUST_LOG", *filter(None, os.environ.get("ACP_INTEROP_PASS_ENV", "").split(","))]
+    names = ["RUST_LOG", "ACP_DATA_DIR", *filter(None, os.environ.get("ACP_INTEROP_PASS_ENV", "").split(","))]
     env.update({k: os.environ[k] for k in names if k in os.environ})
     return env
 

@@ -1,0 +1,481 @@
+//! Where sessions outlive the process: the [`SessionStore`] trait and its two implementations,
+//! [`MemoryStore`] (for tests and process-lifetime history) and [`SqliteStore`] (the default,
+//! on disk).
+//!
+//! This module owns what is kept about a session — its metadata ([`StoredSession`]), its
+//! record log ([`Record`]s at increasing [`Cursor`]s) and the agent's own per-session values
+//! (`put_state` / `state`) — and the paging of `session/list` ([`Page`]). It knows nothing of
+//! sessions' runtime state: the runtime decides what to record and when, and answers
+//! `session/list`, `session/load`, `session/resume`, `session/close` and `session/delete` from
+//! what a store returns.
+//!
+//! Shared by both implementations (so they behave the same): the list cursor codec and the
+//! order of `list`, and the store's clock (`updated_at`).
+//!
+//! # The order of `list`, and why its cursor survives concurrent appends
+//!
+//! Every change of a session (a `save_session` or a non-empty `append`) takes the next number
+//! of a store-wide *touch sequence* that is never reused; a session's position in `list` is its
+//! latest touch, newest first. That is the order of `updated_at` (both move together), without
+//! ties and without depending on the wall clock.
+//!
+//! A `next_cursor` carries the sequence number current when the first page was taken (the
+//! *snapshot*) and the position of the last session shown. Later pages are ordered as of the
+//! snapshot: a session touched since then is placed where its last touch *before* the snapshot
+//! put it (each store keeps a session's touch history for this). So a session on page 3 that
+//! gets an append while the client reads page 1 is neither skipped nor shown twice; sessions
+//! created after the first page are not part of that listing (the next `session/list` shows
+//! them), and deleted ones simply drop out.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use futures_util::future::BoxFuture;
+
+use crate::error::{Error, Result};
+use crate::schema;
+
+mod memory;
+mod sqlite;
+
+pub use memory::MemoryStore;
+pub use sqlite::SqliteStore;
+
+/// A position in a session's record log: strictly increasing per session, never reused (also
+/// after deletions of other sessions). Kept as a cursor for a later `replayFrom`.
+///
+/// Cursors are store-wide (two sessions never share one) and start at 1, so `0` is before
+/// every record.
+pub type Cursor = u64;
+
+/// What is stored about a session besides its records.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StoredSession {
+    /// The session's id.
+    pub id: schema::SessionId,
+    /// The session's working directory (absolute, as the client gave it).
+    pub cwd: PathBuf,
+    /// The client's additional workspace roots for the session, in order.
+    pub additional_directories: Vec<PathBuf>,
+    /// A human-readable title, if the agent set one.
+    pub title: Option<String>,
+    /// RFC 3339 UTC with milliseconds, e.g. `"2026-11-23T16:20:00.123Z"`; set by the store on
+    /// every save/append (the value passed to `save_session` is ignored). Strictly increases
+    /// with each change of the session.
+    pub updated_at: String,
+    /// When the session was first saved, in the same format. Kept from the first save: the
+    /// value passed to the first `save_session` if it is not empty (e.g. a session imported
+    /// from elsewhere), else the store's clock; later saves never change it.
+    pub created_at: String,
+}
+
+impl StoredSession {
+    /// A session with no title and no additional directories, for `save_session`; the store
+    /// fills in both timestamps.
+    pub fn new(id: impl Into<schema::SessionId>, cwd: impl Into<PathBuf>) -> Self {
+        StoredSession {
+            id: id.into(),
+            cwd: cwd.into(),
+            additional_directories: Vec::new(),
+            title: None,
+            updated_at: String::new(),
+            created_at: String::new(),
+        }
+    }
+}
+
+/// One recorded event of a session, in the order it happened.
+///
+/// Stored as JSON (`{"kind": "update", "update": {...}}`), so a later version of the crate
+/// reads what an earlier one wrote.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Record {
+    /// A `session/update` payload (a `schema::SessionUpdate` as JSON): the user's prompt as
+    /// `user_message_chunk`s, agent chunks, tool calls, plans, mode/config/title changes.
+    Update {
+        /// The update, as sent to the client.
+        update: serde_json::Value,
+    },
+    /// A prompt turn ended with this stop reason (e.g. "end_turn", "cancelled").
+    TurnEnded {
+        /// The stop reason, as the protocol spells it.
+        stop_reason: String,
+    },
+}
+
+/// One page of [`SessionStore::list`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Page {
+    /// The sessions of this page, most recently updated first.
+    pub sessions: Vec<StoredSession>,
+    /// The cursor of the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Where sessions are kept. Object safe (the runtime holds `Arc<dyn SessionStore>`), so the
+/// methods return boxed futures.
+///
+/// Every method is atomic: a change is either wholly done or not at all, also when its future
+/// is dropped before it completes (the change may then still be done). Errors are storage
+/// failures ([`Error::Other`], naming the store), an unknown session where one must exist (an
+/// error for which [`Error::is_not_found`] is true), and a malformed list cursor
+/// ([`Error::InvalidParams`]).
+pub trait SessionStore: Send + Sync + 'static {
+    /// Creates the session or updates its metadata (cwd, directories, title); `updated_at`
+    /// is set by the store; `created_at` is kept from the first save.
+    fn save_session<'a>(&'a self, session: &'a StoredSession) -> BoxFuture<'a, Result<()>>;
+
+    /// Appends `records` to the session's log, in order, atomically (all or none), and touches
+    /// `updated_at`. Returns the cursor of the last record appended. Appending to an unknown
+    /// session is an error ([`Error::is_not_found`]).
+    ///
+    /// Appending no records changes nothing and returns the session's last cursor (`0` if it
+    /// has no records).
+    fn append<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<Cursor>>;
+
+    /// The session's metadata, if it exists.
+    fn session<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+    ) -> BoxFuture<'a, Result<Option<StoredSession>>>;
+
+    /// The session's records after `after` (all with `None`), in order, with their cursors.
+    /// An unknown session has none.
+    fn records<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        after: Option<Cursor>,
+    ) -> BoxFuture<'a, Result<Vec<(Cursor, Record)>>>;
+
+    /// Sessions, most recently updated first, optionally only those whose cwd is `cwd`
+    /// exactly (equal as paths: a trailing separator does not matter; no symlinks are
+    /// resolved); at most `limit` per page (a `limit` of 0 is taken as 1); `cursor` is an
+    /// opaque string from a previous page's `next_cursor` (a malformed cursor is an
+    /// `Error::InvalidParams`). Stable under concurrent appends (no session twice, none
+    /// skipped that existed before the first page; see the [module docs](self)).
+    fn list<'a>(
+        &'a self,
+        cwd: Option<&'a Path>,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Page>>;
+
+    /// Removes the session, its records and its state. Deleting an unknown session is Ok.
+    fn delete<'a>(&'a self, id: &'a schema::SessionId) -> BoxFuture<'a, Result<()>>;
+
+    /// Saves the agent's own per-session value under `key` (JSON), replacing the previous.
+    /// Saving for an unknown session is an error ([`Error::is_not_found`]); it does not touch
+    /// `updated_at`.
+    fn put_state<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        key: &'a str,
+        value: &'a serde_json::Value,
+    ) -> BoxFuture<'a, Result<()>>;
+
+    /// Every saved value of the session, by key (empty for an unknown session).
+    fn state<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+    ) -> BoxFuture<'a, Result<HashMap<String, serde_json::Value>>>;
+}
+
+/// The error of an operation on a session the store does not have.
+fn unknown_session(id: &schema::SessionId) -> Error {
+    Error::rpc(
+        schema::ErrorCode::ResourceNotFound.into(),
+        format!("session store: no session `{id}`"),
+    )
+}
+
+/// The error of a failing store, naming what failed.
+fn storage_error(what: impl std::fmt::Display, e: impl std::fmt::Display) -> Error {
+    Error::msg(format!("session store: {what}: {e}"))
+}
+
+/// A path as the stores keep it: UTF-8 (the protocol's paths are JSON strings).
+fn path_text(path: &Path) -> Result<&str> {
+    path.to_str().ok_or_else(|| {
+        Error::msg(format!(
+            "session store: `{}` is not valid UTF-8",
+            path.display()
+        ))
+    })
+}
+
+/// The key `list` filters cwd on: the path's components, so `/a/b/` and `/a//b` are `/a/b`
+/// (what `Path`'s equality does).
+fn cwd_key(path: &Path) -> PathBuf {
+    path.components().collect()
+}
+
+// ---- the list cursor ---------------------------------------------------------------------
+
+/// Where a listing goes on: `snapshot` is the touch sequence number current when its first page
+/// was taken; the next page holds the sessions whose last touch up to `snapshot` is below
+/// `position`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ListCursor {
+    snapshot: u64,
+    position: u64,
+}
+
+const CURSOR_PREFIX: &str = "s1";
+
+impl ListCursor {
+    /// The first page of a listing over a store whose latest touch is `snapshot`.
+    fn first(snapshot: u64) -> Self {
+        ListCursor {
+            snapshot,
+            position: snapshot.saturating_add(1),
+        }
+    }
+
+    fn encode(self) -> String {
+        format!(
+            "{CURSOR_PREFIX}{:016x}{:016x}",
+            self.snapshot, self.position
+        )
+    }
+
+    /// Reads a cursor from a previous page of a store whose latest touch is `latest`.
+    fn decode(text: &str, latest: u64) -> Result<Self> {
+        let invalid = || Error::InvalidParams(format!("invalid session list cursor `{text}`"));
+        let hex = text.strip_prefix(CURSOR_PREFIX).ok_or_else(invalid)?;
+        if hex.len() != 32 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            return Err(invalid());
+        }
+        let snapshot = u64::from_str_radix(&hex[..16], 16).map_err(|_| invalid())?;
+        let position = u64::from_str_radix(&hex[16..], 16).map_err(|_| invalid())?;
+        // A cursor always points at a session shown at or before its snapshot, and no store
+        // hands out a snapshot it has not reached.
+        if position == 0 || position > snapshot || snapshot > latest {
+            return Err(invalid());
+        }
+        Ok(ListCursor { snapshot, position })
+    }
+}
+
+/// The page out of `candidates` (a session and its position as of the cursor's snapshot, all
+/// below the cursor's position, at least `limit + 1` of them when there are that many):
+/// newest first, at most `limit`, with the cursor of the next page if more remain.
+fn page_of(mut candidates: Vec<(u64, StoredSession)>, cursor: ListCursor, limit: usize) -> Page {
+    candidates.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
+    let more = candidates.len() > limit;
+    candidates.truncate(limit);
+    let next_cursor = match candidates.last() {
+        Some(&(position, _)) if more => Some(
+            ListCursor {
+                snapshot: cursor.snapshot,
+                position,
+            }
+            .encode(),
+        ),
+        _ => None,
+    };
+    Page {
+        sessions: candidates.into_iter().map(|(_, s)| s).collect(),
+        next_cursor,
+    }
+}
+
+// ---- the store's clock -------------------------------------------------------------------
+
+/// The `updated_at` of a change now, given the session's previous one: the wall clock, but
+/// always after `previous` (so every change moves it, also when the clock stands still or
+/// steps back).
+fn touch_time(previous: Option<&str>) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let at = match previous.and_then(parse_rfc3339_ms) {
+        Some(previous) if previous >= now => previous + 1,
+        _ => now,
+    };
+    format_rfc3339_ms(at)
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` for milliseconds since the Unix epoch.
+fn format_rfc3339_ms(ms: i64) -> String {
+    let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    let (year, month, day) = civil_from_days(days);
+    let secs = ms_of_day / 1000;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        ms_of_day % 1000
+    )
+}
+
+/// Milliseconds since the Unix epoch of a UTC RFC 3339 time as the store writes it (`Z`,
+/// optional fraction); `None` for anything else.
+fn parse_rfc3339_ms(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    let num = |range: std::ops::Range<usize>| -> Option<i64> {
+        let digits = b.get(range)?;
+        digits.iter().try_fold(0i64, |n, &d| {
+            d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0'))
+        })
+    };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' {
+        return None;
+    }
+    if b[16] != b':' || *b.last()? != b'Z' {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
+        return None;
+    }
+    if second > 60 {
+        return None;
+    }
+    let millis = match &b[19..b.len() - 1] {
+        [] => 0,
+        [b'.', fraction @ ..] if !fraction.is_empty() => {
+            let first3 = &fraction[..fraction.len().min(3)];
+            let n = num(20..20 + first3.len())?;
+            if !fraction.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            n * 10i64.pow(3 - first3.len() as u32)
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    Some(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis)
+}
+
+/// (year, month, day) of a day number since 1970-01-01 (proleptic Gregorian; H. Hinnant's
+/// algorithm).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// The day number since 1970-01-01 of a date (the inverse of [`civil_from_days`]).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let yoe = year - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_format_and_parse_back() {
+        assert_eq!(format_rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
+        // 2026-11-23T16:20:00Z, checked with `date -u -d @1795450800`.
+        assert_eq!(
+            format_rfc3339_ms(1_795_450_800_123),
+            "2026-11-23T16:20:00.123Z"
+        );
+        assert_eq!(
+            format_rfc3339_ms(951_782_400_000),
+            "2000-02-29T00:00:00.000Z"
+        );
+        for ms in [0, 1, 951_782_400_000, 1_795_450_800_123, 4_102_444_799_999] {
+            assert_eq!(parse_rfc3339_ms(&format_rfc3339_ms(ms)), Some(ms));
+        }
+        assert_eq!(
+            parse_rfc3339_ms("2026-11-23T16:20:00Z"),
+            Some(1_795_450_800_000)
+        );
+        assert_eq!(
+            parse_rfc3339_ms("2026-11-23T16:20:00.5Z"),
+            Some(1_795_450_800_500)
+        );
+        assert_eq!(
+            parse_rfc3339_ms("2026-11-23T16:20:00.123456Z"),
+            Some(1_795_450_800_123)
+        );
+        for bad in [
+            "",
+            "2026-11-23",
+            "2026-11-23T16:20:00",
+            "2026-11-23T16:20:00+01:00",
+            "2026-13-23T16:20:00Z",
+            "2026-11-23T16:20:00.Z",
+            "2026-11-23T16:20:00.1x3Z",
+            "２026-11-23T16:20:00Z",
+        ] {
+            assert_eq!(parse_rfc3339_ms(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn touch_time_always_moves_forward() {
+        let far_future = "2999-01-01T00:00:00.000Z";
+        assert_eq!(touch_time(Some(far_future)), "2999-01-01T00:00:00.001Z");
+        let a = touch_time(None);
+        let b = touch_time(Some(&a));
+        assert!(b > a, "{b} > {a}");
+        // A foreign format is not read back: the clock decides.
+        assert!(touch_time(Some("yesterday")) >= a);
+    }
+
+    #[test]
+    fn list_cursors_round_trip_and_reject_anything_else() {
+        let c = ListCursor {
+            snapshot: 41,
+            position: 7,
+        };
+        assert_eq!(ListCursor::decode(&c.encode(), 41).unwrap(), c);
+        assert!(
+            ListCursor::decode(&c.encode(), 40).is_err(),
+            "from the future"
+        );
+        let first = ListCursor::first(41);
+        assert!(
+            ListCursor::decode(&first.encode(), 41).is_err(),
+            "never handed out"
+        );
+        for bad in [
+            "",
+            "s1",
+            "garbage",
+            "eyJwYWdlIjogMn0=",
+            &c.encode().to_uppercase(),
+        ] {
+            assert!(
+                matches!(ListCursor::decode(bad, 100), Err(Error::InvalidParams(_))),
+                "{bad}"
+            );
+        }
+        let zero = ListCursor {
+            snapshot: 5,
+            position: 0,
+        };
+        assert!(ListCursor::decode(&zero.encode(), 5).is_err());
+    }
+
+    #[test]
+    fn cwd_keys_compare_as_paths() {
+        assert_eq!(cwd_key(Path::new("/a/b/")), PathBuf::from("/a/b"));
+        assert_eq!(cwd_key(Path::new("/a//b")), PathBuf::from("/a/b"));
+        assert_ne!(cwd_key(Path::new("/a/B")), PathBuf::from("/a/b"));
+    }
+}

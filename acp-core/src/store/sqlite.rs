@@ -1,0 +1,291 @@
+//! [`SqliteStore`]: sessions in an SQLite database on disk (WAL), the default store; where its
+//! file goes by default ([`SqliteStore::default_path`]).
+//!
+//! # Threads
+//!
+//! SQLite calls block, so none runs on the async runtime's threads: each operation takes a
+//! connection from the store's small pool (opening one if none is idle) and runs on tokio's
+//! blocking pool (`spawn_blocking`). That works on a current-thread runtime, and under
+//! `#[tokio::test(start_paused = true)]` tokio does not auto-advance its paused clock while a
+//! blocking task runs, so a timeout around a store call cannot fire early (a dedicated thread
+//! fed by a channel would allow that). Reads run beside writes (WAL readers never wait on the
+//! writer); writes, from this process or another sharing the file, take SQLite's write lock in
+//! turn (`BEGIN IMMEDIATE`, waiting up to 10 s). Called outside a tokio runtime,
+//! an operation runs on the polling thread.
+//!
+//! # Schema (version 1, in `PRAGMA user_version`)
+//!
+//! - `sessions`: one row per session: `pk` (the integer the other tables refer to it by, never
+//!   reused), its id, its metadata, `touch` (its latest touch: its position in `list`) and
+//!   `cwd_key` (the cwd as `list` compares it); indexed on `(touch)` and `(cwd_key, touch)`.
+//! - `touches`: every touch (`seq INTEGER PRIMARY KEY AUTOINCREMENT`, session), for the order
+//!   of `list` as of a cursor's snapshot; indexed on `(session, seq)`.
+//! - `records`: the logs (`cursor INTEGER PRIMARY KEY AUTOINCREMENT`, session, the record as
+//!   JSON): `AUTOINCREMENT` never reuses a cursor, also after deletions; indexed on
+//!   `(session, cursor)`.
+//! - `state`: the agent's values, `(session, key)` → JSON.
+//!
+//! # Durability
+//!
+//! `journal_mode=WAL`, `synchronous=NORMAL`: a committed change is in the WAL file when the
+//! call returns, so killing the process at any moment (`kill -9`) loses nothing committed;
+//! SQLite ignores a torn or garbage WAL tail when it next opens the file. Only a power loss or
+//! OS crash may lose the last transactions (never corrupting the file).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use super::storage_error;
+use crate::error::{Error, Result};
+
+mod location;
+mod ops;
+
+/// How long a write waits for another connection's (or process's) write to finish.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The environment variable that chooses the data directory of [`SqliteStore::open_default`].
+const DATA_DIR_VAR: &str = "ACP_DATA_DIR";
+
+/// Operations running at once, each on a connection of its own (kept idle for the next):
+/// beyond this, operations wait their turn instead of opening connections (and blocking
+/// threads) without bound — a client flooding `session/new` must not grow the agent.
+const MAX_IDLE: usize = 4;
+
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA_V1: &str = "
+CREATE TABLE sessions (
+    pk INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    cwd TEXT NOT NULL,
+    cwd_key TEXT NOT NULL,
+    additional_directories TEXT NOT NULL,
+    title TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    touch INTEGER NOT NULL
+);
+CREATE INDEX sessions_by_touch ON sessions (touch);
+CREATE INDEX sessions_by_cwd ON sessions (cwd_key, touch);
+CREATE TABLE touches (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    session INTEGER NOT NULL
+);
+CREATE INDEX touches_by_session ON touches (session, seq);
+CREATE TABLE records (
+    cursor INTEGER PRIMARY KEY AUTOINCREMENT,
+    session INTEGER NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX records_by_session ON records (session, cursor);
+CREATE TABLE state (
+    session INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (session, key)
+) WITHOUT ROWID;
+";
+
+/// A [`SessionStore`](super::SessionStore) in an SQLite database file: the default store.
+///
+/// Several stores — in one process or in several, e.g. two editor windows running the same
+/// agent — may share one file. Clones are cheap and share the connections.
+///
+/// ```no_run
+/// use acp_core::store::SqliteStore;
+/// # fn demo() -> acp_core::Result<()> {
+/// // `$ACP_DATA_DIR/scribe/sessions.sqlite3`, else e.g. `~/.local/share/acp/scribe/...`
+/// let store = SqliteStore::open_default("scribe")?;
+/// let for_tests = SqliteStore::open("/tmp/test/sessions.sqlite3")?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SqliteStore {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+    /// One permit per operation running ([`MAX_IDLE`]).
+    running: Arc<tokio::sync::Semaphore>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.shared.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens the store in the database file at `path`, creating the file, its parent
+    /// directories and the schema if missing (checking the schema version otherwise). Blocks:
+    /// call it before starting the runtime, or in `spawn_blocking`.
+    ///
+    /// Fails on a file that is not such a database, or one written by a newer schema.
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore> {
+        let path = path.as_ref();
+        // Connections are opened later too: a relative path must not follow the process's cwd.
+        let path = std::path::absolute(path)
+            .map_err(|e| storage_error(format_args!("cannot open `{}`", path.display()), e))?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                storage_error(format_args!("cannot create `{}`", parent.display()), e)
+            })?;
+        }
+        let conn = connect(&path)
+            .and_then(|mut conn| migrate(&mut conn).map(|()| conn))
+            .map_err(|e| naming(&path, e))?;
+        Ok(SqliteStore {
+            shared: Arc::new(Shared {
+                path,
+                idle: Mutex::new(vec![conn]),
+                running: Arc::new(tokio::sync::Semaphore::new(MAX_IDLE)),
+            }),
+        })
+    }
+
+    /// Opens the store at [`SqliteStore::default_path`] for this agent. Blocks.
+    pub fn open_default(agent_name: &str) -> Result<SqliteStore> {
+        let path = Self::default_path(agent_name).ok_or_else(|| {
+            Error::msg(format!(
+                "session store: no data directory (set {DATA_DIR_VAR} or HOME)"
+            ))
+        })?;
+        Self::open(path)
+    }
+
+    /// Where [`SqliteStore::open_default`] keeps this agent's sessions:
+    /// `<data dir>/<agent>/sessions.sqlite3`, where `<data dir>` is `$ACP_DATA_DIR` if set and
+    /// not empty, else `acp` in the platform's user data directory (`$XDG_DATA_HOME` or
+    /// `~/.local/share` on Linux, `~/Library/Application Support` on macOS, `%APPDATA%` on
+    /// Windows), and `<agent>` is the agent's name made a safe directory name (ASCII letters,
+    /// digits, `-`, `_` and `.`; a name that had to be changed gets a short hash of the
+    /// original so that two agents never share a directory). `None` when there is no data
+    /// directory.
+    pub fn default_path(agent_name: &str) -> Option<PathBuf> {
+        let dir = location::data_dir_from(std::env::var_os(DATA_DIR_VAR), dirs::data_dir())?;
+        Some(
+            dir.join(location::dir_name(agent_name))
+                .join("sessions.sqlite3"),
+        )
+    }
+
+    /// The database file (absolute).
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// Runs `job` with a connection, off the async runtime's threads.
+    fn run<T, F>(&self, job: F) -> BoxFuture<'static, Result<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    {
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let Ok(_running) = shared.running.clone().acquire_owned().await else {
+                return Err(Error::msg("session store: closed"));
+            };
+            let work = move || shared.with_connection(job);
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => runtime
+                    .spawn_blocking(work)
+                    .await
+                    .unwrap_or_else(|e| Err(storage_error("the operation did not finish", e))),
+                Err(_) => work(),
+            }
+        })
+    }
+}
+
+impl Shared {
+    fn idle(&self) -> MutexGuard<'_, Vec<Connection>> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn with_connection<T>(&self, job: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+        let idle = self.idle().pop();
+        let mut conn = match idle {
+            Some(conn) => conn,
+            None => connect(&self.path).map_err(|e| naming(&self.path, e))?,
+        };
+        let out = job(&mut conn);
+        let mut idle = self.idle();
+        if idle.len() < MAX_IDLE {
+            idle.push(conn);
+        }
+        out
+    }
+}
+
+/// A storage error while opening the file at `path`, naming it.
+fn naming(path: &Path, e: Error) -> Error {
+    match e {
+        Error::Other(m) => Error::msg(format!("{m} (opening `{}`)", path.display())),
+        e => e,
+    }
+}
+
+/// A connection to the database file, set up (the schema is [`migrate`]'s).
+fn connect(path: &Path) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).db()?;
+    conn.busy_timeout(BUSY_TIMEOUT).db()?;
+    // Every statement of the store stays prepared (about 25 of them).
+    conn.set_prepared_statement_cache_capacity(64);
+    conn.pragma_update(None, "synchronous", "NORMAL").db()?;
+    Ok(conn)
+}
+
+/// Puts the file in WAL mode and creates or checks the schema.
+fn migrate(conn: &mut Connection) -> Result<()> {
+    // Only takes effect on a file with no tables yet: lets `delete` give space back.
+    conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")
+        .db()?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .db()?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!("session store: SQLite kept journal mode `{mode}` instead of WAL");
+    }
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .db()?;
+    let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).db()?;
+    match version {
+        0 => {
+            tx.execute_batch(SCHEMA_V1).db()?;
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .db()?;
+        }
+        SCHEMA_VERSION => {}
+        newer => {
+            return Err(Error::msg(format!(
+                "session store: the database has schema version {newer}, written by a newer \
+                 version of acp (this one knows up to {SCHEMA_VERSION})"
+            )));
+        }
+    }
+    tx.commit().db()
+}
+
+/// SQLite's errors as the crate's.
+trait Db<T> {
+    fn db(self) -> Result<T>;
+}
+
+impl<T> Db<T> for rusqlite::Result<T> {
+    fn db(self) -> Result<T> {
+        self.map_err(|e| storage_error("SQLite", e))
+    }
+}

@@ -1,0 +1,400 @@
+//! The operations of [`SqliteStore`]: the SQL of each [`SessionStore`] method.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use futures_util::future::BoxFuture;
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+
+use super::{Db, SqliteStore};
+use crate::error::{Error, Result};
+use crate::schema;
+use crate::store::{
+    Cursor, ListCursor, Page, Record, SessionStore, StoredSession, cwd_key, page_of, path_text,
+    storage_error, touch_time, unknown_session,
+};
+
+/// The metadata columns of `sessions`, as [`SessionRow::read`] reads them.
+const COLUMNS: &str = "s.id, s.cwd, s.additional_directories, s.title, s.created_at, s.updated_at";
+
+/// Takes the next touch sequence number for a change of the session `pk`.
+fn touch(tx: &rusqlite::Transaction<'_>, pk: i64) -> Result<i64> {
+    tx.prepare_cached("INSERT INTO touches (session) VALUES (?1)")
+        .db()?
+        .execute([pk])
+        .db()?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// The `pk` and `updated_at` of session `id`, if it exists.
+fn find(tx: &rusqlite::Transaction<'_>, id: &str) -> Result<Option<(i64, String)>> {
+    tx.prepare_cached("SELECT pk, updated_at FROM sessions WHERE id = ?1")
+        .db()?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+        .db()
+}
+
+/// A session's metadata as stored, read by a query selecting [`COLUMNS`] first.
+struct SessionRow {
+    id: String,
+    cwd: String,
+    additional_directories: String,
+    title: Option<String>,
+    created_at: String,
+    updated_at: String,
+}
+
+impl SessionRow {
+    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(SessionRow {
+            id: row.get(0)?,
+            cwd: row.get(1)?,
+            additional_directories: row.get(2)?,
+            title: row.get(3)?,
+            created_at: row.get(4)?,
+            updated_at: row.get(5)?,
+        })
+    }
+
+    fn into_session(self) -> Result<StoredSession> {
+        let additional_directories: Vec<PathBuf> =
+            serde_json::from_str(&self.additional_directories).map_err(|e| {
+                storage_error(
+                    format_args!("the directories of session `{}` are unreadable", self.id),
+                    e,
+                )
+            })?;
+        Ok(StoredSession {
+            id: self.id.into(),
+            cwd: self.cwd.into(),
+            additional_directories,
+            title: self.title,
+            updated_at: self.updated_at,
+            created_at: self.created_at,
+        })
+    }
+}
+
+/// `u64` positions as SQLite's integers (beyond `i64::MAX` is past everything stored).
+fn sql_int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl SessionStore for SqliteStore {
+    fn save_session<'a>(&'a self, session: &'a StoredSession) -> BoxFuture<'a, Result<()>> {
+        let prepared = (|| -> Result<_> {
+            let dirs = session
+                .additional_directories
+                .iter()
+                .map(|d| path_text(d))
+                .collect::<Result<Vec<_>>>()?;
+            Ok((
+                session.id.0.to_string(),
+                path_text(&session.cwd)?.to_owned(),
+                path_text(&cwd_key(&session.cwd))?.to_owned(),
+                serde_json::to_string(&dirs)?,
+                session.title.clone(),
+                session.created_at.clone(),
+            ))
+        })();
+        let Ok((id, cwd, key, dirs, title, created_at)) = prepared else {
+            return Box::pin(std::future::ready(prepared.map(drop)));
+        };
+        self.run(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .db()?;
+            let (pk, updated_at) = match find(&tx, &id)? {
+                Some((pk, previous)) => (pk, touch_time(Some(&previous))),
+                None => {
+                    let updated_at = touch_time(None);
+                    let created_at = if created_at.is_empty() {
+                        updated_at.clone()
+                    } else {
+                        created_at
+                    };
+                    tx.prepare_cached(
+                        "INSERT INTO sessions (id, cwd, cwd_key, additional_directories, \
+                         created_at, updated_at, touch) VALUES (?1, '', '', '[]', ?2, ?3, 0)",
+                    )
+                    .db()?
+                    .execute(params![id, created_at, updated_at])
+                    .db()?;
+                    (tx.last_insert_rowid(), updated_at)
+                }
+            };
+            let touch = touch(&tx, pk)?;
+            tx.prepare_cached(
+                "UPDATE sessions SET cwd = ?2, cwd_key = ?3, additional_directories = ?4, \
+                 title = ?5, updated_at = ?6, touch = ?7 WHERE pk = ?1",
+            )
+            .db()?
+            .execute(params![pk, cwd, key, dirs, title, updated_at, touch])
+            .db()?;
+            tx.commit().db()
+        })
+    }
+
+    fn append<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<Cursor>> {
+        let sid = id.clone();
+        let records: Vec<String> = match records.iter().map(serde_json::to_string).collect() {
+            Ok(records) => records,
+            Err(e) => return Box::pin(std::future::ready(Err(Error::Json(e)))),
+        };
+        self.run(move |conn| {
+            let tx = if records.is_empty() {
+                conn.transaction()
+            } else {
+                conn.transaction_with_behavior(TransactionBehavior::Immediate)
+            }
+            .db()?;
+            let Some((pk, previous)) = find(&tx, &sid.0)? else {
+                return Err(unknown_session(&sid));
+            };
+            if records.is_empty() {
+                let last: i64 = tx
+                    .query_row(
+                        "SELECT coalesce(max(cursor), 0) FROM records WHERE session = ?1",
+                        [pk],
+                        |r| r.get(0),
+                    )
+                    .db()?;
+                return Ok(last as Cursor);
+            }
+            {
+                let mut insert = tx
+                    .prepare_cached("INSERT INTO records (session, record) VALUES (?1, ?2)")
+                    .db()?;
+                for record in &records {
+                    insert.execute(params![pk, record]).db()?;
+                }
+            }
+            let last = tx.last_insert_rowid();
+            let touch = touch(&tx, pk)?;
+            tx.prepare_cached("UPDATE sessions SET updated_at = ?2, touch = ?3 WHERE pk = ?1")
+                .db()?
+                .execute(params![pk, touch_time(Some(&previous)), touch])
+                .db()?;
+            tx.commit().db()?;
+            Ok(last as Cursor)
+        })
+    }
+
+    fn session<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+    ) -> BoxFuture<'a, Result<Option<StoredSession>>> {
+        let id = id.0.to_string();
+        self.run(move |conn| {
+            conn.prepare_cached(&format!("SELECT {COLUMNS} FROM sessions s WHERE s.id = ?1"))
+                .db()?
+                .query_row([&id], SessionRow::read)
+                .optional()
+                .db()?
+                .map(SessionRow::into_session)
+                .transpose()
+        })
+    }
+
+    fn records<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        after: Option<Cursor>,
+    ) -> BoxFuture<'a, Result<Vec<(Cursor, Record)>>> {
+        let id = id.0.to_string();
+        let after = sql_int(after.unwrap_or(0));
+        self.run(move |conn| {
+            let mut select = conn
+                .prepare_cached(
+                    "SELECT cursor, record FROM records \
+                     WHERE session = (SELECT pk FROM sessions WHERE id = ?1) AND cursor > ?2 \
+                     ORDER BY cursor",
+                )
+                .db()?;
+            let rows = select
+                .query_map(params![id, after], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                })
+                .db()?;
+            rows.map(|row| {
+                let (cursor, text) = row.db()?;
+                let record = serde_json::from_str(&text).map_err(|e| {
+                    storage_error(
+                        format_args!("record {cursor} of session `{id}` is unreadable"),
+                        e,
+                    )
+                })?;
+                Ok((cursor as Cursor, record))
+            })
+            .collect()
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        cwd: Option<&'a Path>,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Page>> {
+        let limit = limit.max(1);
+        let cursor = cursor.map(str::to_owned);
+        let cwd = match cwd.map(|p| cwd_key(p).to_str().map(str::to_owned)) {
+            // Not UTF-8: no stored session has it.
+            Some(None) => return Box::pin(std::future::ready(Ok(Page::default()))),
+            Some(Some(key)) => Some(key),
+            None => None,
+        };
+        self.run(move |conn| {
+            // One read transaction: every query sees the same snapshot of the file.
+            let tx = conn.transaction().db()?;
+            let latest: i64 = tx
+                .query_row(
+                    "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'touches'), 0)",
+                    [],
+                    |r| r.get(0),
+                )
+                .db()?;
+            let latest = u64::try_from(latest).unwrap_or(0);
+            let cursor = match &cursor {
+                Some(text) => ListCursor::decode(text, latest)?,
+                None => ListCursor::first(latest),
+            };
+            let (snapshot, position) = (sql_int(cursor.snapshot), sql_int(cursor.position));
+            let wanted = sql_int(limit as u64 + 1);
+            let and_cwd = if cwd.is_some() {
+                "AND s.cwd_key = ?4"
+            } else {
+                ""
+            };
+            // Unchanged since the snapshot: placed by their latest touch (both indexes serve
+            // this in order).
+            let unchanged = format!(
+                "SELECT {COLUMNS}, s.touch FROM sessions s WHERE s.touch <= ?1 AND s.touch < ?2 \
+                 {and_cwd} ORDER BY s.touch DESC LIMIT ?3"
+            );
+            // Touched since: placed by their last touch up to the snapshot, if they existed.
+            let touched = format!(
+                "SELECT * FROM (SELECT {COLUMNS}, (SELECT max(t.seq) FROM touches t \
+                 WHERE t.session = s.pk AND t.seq <= ?1) AS position \
+                 FROM sessions s WHERE s.touch > ?1 {and_cwd}) \
+                 WHERE position < ?2 ORDER BY position DESC LIMIT ?3"
+            );
+            let mut candidates = Vec::new();
+            for sql in [unchanged, touched] {
+                let mut select = tx.prepare_cached(&sql).db()?;
+                let read = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(6)?, SessionRow::read(r)?));
+                let rows = match &cwd {
+                    Some(cwd) => select.query_map(params![snapshot, position, wanted, cwd], read),
+                    None => select.query_map(params![snapshot, position, wanted], read),
+                }
+                .db()?;
+                for row in rows {
+                    let (position, row) = row.db()?;
+                    candidates.push((position as u64, row.into_session()?));
+                }
+            }
+            Ok(page_of(candidates, cursor, limit))
+        })
+    }
+
+    fn delete<'a>(&'a self, id: &'a schema::SessionId) -> BoxFuture<'a, Result<()>> {
+        let id = id.0.to_string();
+        self.run(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .db()?;
+            let Some((pk, _)) = find(&tx, &id)? else {
+                return Ok(());
+            };
+            for sql in [
+                "DELETE FROM records WHERE session = ?1",
+                "DELETE FROM touches WHERE session = ?1",
+                "DELETE FROM state WHERE session = ?1",
+                "DELETE FROM sessions WHERE pk = ?1",
+            ] {
+                tx.prepare_cached(sql).db()?.execute([pk]).db()?;
+            }
+            tx.commit().db()?;
+            // Give the freed pages back to the file system (a no-op on files created before
+            // auto_vacuum was set). The deletion itself is done: a failure here only leaves
+            // free pages for later writes.
+            // It frees a page per row it answers: read them all.
+            let vacuum = conn
+                .prepare("PRAGMA incremental_vacuum")
+                .and_then(|mut pragma| {
+                    let mut freed = pragma.query([])?;
+                    while freed.next()?.is_some() {}
+                    Ok(())
+                });
+            if let Err(e) = vacuum {
+                tracing::debug!("session store: incremental vacuum failed: {e}");
+            }
+            Ok(())
+        })
+    }
+
+    fn put_state<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        key: &'a str,
+        value: &'a serde_json::Value,
+    ) -> BoxFuture<'a, Result<()>> {
+        let (sid, key) = (id.clone(), key.to_owned());
+        let value = match serde_json::to_string(value) {
+            Ok(value) => value,
+            Err(e) => return Box::pin(std::future::ready(Err(Error::Json(e)))),
+        };
+        self.run(move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .db()?;
+            let Some((pk, _)) = find(&tx, &sid.0)? else {
+                return Err(unknown_session(&sid));
+            };
+            tx.prepare_cached(
+                "INSERT INTO state (session, key, value) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (session, key) DO UPDATE SET value = excluded.value",
+            )
+            .db()?
+            .execute(params![pk, key, value])
+            .db()?;
+            tx.commit().db()
+        })
+    }
+
+    fn state<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+    ) -> BoxFuture<'a, Result<HashMap<String, serde_json::Value>>> {
+        let id = id.0.to_string();
+        self.run(move |conn| {
+            let mut select = conn
+                .prepare_cached(
+                    "SELECT key, value FROM state \
+                     WHERE session = (SELECT pk FROM sessions WHERE id = ?1)",
+                )
+                .db()?;
+            let rows = select
+                .query_map([&id], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+                })
+                .db()?;
+            rows.map(|row| {
+                let (key, text) = row.db()?;
+                let value = serde_json::from_str(&text).map_err(|e| {
+                    storage_error(
+                        format_args!("state `{key}` of session `{id}` is unreadable"),
+                        e,
+                    )
+                })?;
+                Ok((key, value))
+            })
+            .collect()
+        })
+    }
+}

@@ -1,0 +1,113 @@
+//! The session history methods from the client's side: `session/load` (with the updates it
+//! replayed), `session/resume`, `session/list`, `session/delete`. To restart an agent on the
+//! same store, serve it with [`TestClientBuilder::serve`](super::TestClientBuilder::serve)
+//! and a store shared with the next client ([`Server::shared_store`](crate::Server::shared_store)).
+
+use serde_json::{Value, json};
+
+use super::{Direction, TestClient, TestSession};
+use crate::schema::{SessionId, SessionUpdate};
+use crate::{Error, Result};
+
+/// A session reopened with [`TestClient::load_session`]: the handle, and what was replayed.
+#[derive(Debug)]
+pub struct Loaded<'a> {
+    /// The session, ready for prompts.
+    pub session: TestSession<'a>,
+    /// The updates the agent sent for the session before answering, in order.
+    pub replayed: Vec<SessionUpdate>,
+}
+
+impl TestClient {
+    /// Loads a stored session (`session/load`) in the configured cwd, collecting the updates
+    /// the agent replays before its answer.
+    pub async fn load_session(&self, id: &SessionId) -> Result<Loaded<'_>> {
+        let start = self.transcript().len();
+        let request = self.send_request(
+            "session/load",
+            json!({"sessionId": id, "cwd": self.cwd, "mcpServers": []}),
+        );
+        let answer = self.answer_of(&request).await?;
+        let replayed = self.transcript()[start..]
+            .iter()
+            .filter(|f| f.direction == Direction::FromAgent)
+            .filter_map(|f| f.session_update())
+            .filter(|n| &n.session_id == id)
+            .map(|n| n.update)
+            .collect();
+        Ok(Loaded {
+            session: self.session(id.clone(), answer),
+            replayed,
+        })
+    }
+
+    /// Resumes a stored session (`session/resume`) in the configured cwd: nothing is
+    /// replayed.
+    pub async fn resume_session(&self, id: &SessionId) -> Result<TestSession<'_>> {
+        let answer = self
+            .request(
+                "session/resume",
+                json!({"sessionId": id, "cwd": self.cwd, "mcpServers": []}),
+            )
+            .await?;
+        Ok(self.session(id.clone(), answer))
+    }
+
+    /// One page of `session/list` (optionally only sessions in `cwd`, from `cursor`): the
+    /// answer's `sessions` and `nextCursor`.
+    pub async fn list_sessions(&self, cwd: Option<&str>, cursor: Option<&str>) -> Result<Value> {
+        let mut params = json!({});
+        if let Some(cwd) = cwd {
+            params["cwd"] = json!(cwd);
+        }
+        if let Some(cursor) = cursor {
+            params["cursor"] = json!(cursor);
+        }
+        self.request("session/list", params).await
+    }
+
+    /// Every session `session/list` returns, following the cursors.
+    pub async fn all_sessions(&self, cwd: Option<&str>) -> Result<Vec<Value>> {
+        let mut all = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self.list_sessions(cwd, cursor.as_deref()).await?;
+            let sessions = page["sessions"]
+                .as_array()
+                .ok_or_else(|| Error::msg(format!("no `sessions` in {page}")))?;
+            all.extend(sessions.iter().cloned());
+            match page["nextCursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// Deletes a session's history (`session/delete`).
+    pub async fn delete_session(&self, id: &SessionId) -> Result<Value> {
+        self.request("session/delete", json!({"sessionId": id}))
+            .await
+    }
+
+    /// A handle for session `id`, opened by `answer`.
+    fn session(&self, id: SessionId, answer: Value) -> TestSession<'_> {
+        TestSession {
+            client: self,
+            id,
+            answer,
+        }
+    }
+
+    /// The result of request `id`, or its error as [`Error::Rpc`].
+    async fn answer_of(&self, id: &Value) -> Result<Value> {
+        let message = self.wait_for_response(id).await?;
+        match message.get("error") {
+            Some(error) => Err(Error::Rpc {
+                code: error["code"].as_i64().unwrap_or(0) as i32,
+                message: error["message"].as_str().unwrap_or("").to_owned(),
+                data: error.get("data").cloned(),
+            }),
+            None => Ok(message["result"].clone()),
+        }
+    }
+}
