@@ -88,11 +88,20 @@ impl Turn {
         self.closing.store(true, Ordering::Release);
         debug!(cancelled, ok = outcome.is_ok(), "turn finished");
         let (bytes, stop) = v1::prompt_answer(id, outcome, cancelled);
-        let record = match stop {
-            Some(stop) if peer.journal.is_recording() => Journaled::turn_ended(session, &stop),
-            _ => None,
-        };
-        Frame::ending(bytes, self.sequence.clone()).recorded(record)
+        // The stop reason is history's, not something the client is shown again on load:
+        // recorded beside the answer rather than ahead of it, so that the answer (and a
+        // cancel's latency) never waits on the store.
+        if let (Some(store), Some(stop)) = (peer.journal.store(), stop)
+            && let Some(ended) = Journaled::turn_ended(session, &stop)
+        {
+            let store = store.clone();
+            tokio::spawn(async move {
+                if let Err(e) = store.append(&ended.session, &[ended.record]).await {
+                    debug!("could not record the end of a turn: {e}");
+                }
+            });
+        }
+        Frame::ending(bytes, self.sequence.clone())
     }
 }
 
