@@ -221,3 +221,33 @@ async fn delete_removes_the_history_and_is_idempotent() {
     })
     .await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn list_pages_through_more_sessions_than_one_page() {
+    within(async {
+        let store = Arc::new(MemoryStore::default());
+        let c = client(&store).await;
+        let mut ids = Vec::new();
+        for _ in 0..120 {
+            ids.push(json!(c.new_session().await.unwrap().id()));
+        }
+        let first = c.list_sessions(None, None).await.unwrap();
+        assert_eq!(first["sessions"].as_array().unwrap().len(), 50);
+        assert!(first["nextCursor"].is_string(), "{first}");
+        let all = c.all_sessions(None).await.unwrap();
+        let mut listed: Vec<_> = all.iter().map(|s| s["sessionId"].clone()).collect();
+        assert_eq!(listed.len(), 120, "each session exactly once");
+        // Newest first.
+        assert_eq!(listed[0], ids[119]);
+        listed.sort_by_key(|v| v.to_string());
+        listed.dedup();
+        assert_eq!(listed.len(), 120);
+        let e = c
+            .list_sessions(None, Some("not a cursor"))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, Error::Rpc { code: -32602, .. }), "{e}");
+        c.close().await.unwrap();
+    })
+    .await;
+}
