@@ -4,7 +4,9 @@
 //! Agent authors normally use the `acp` facade and its `#[acp::agent]` macro; this crate holds
 //! everything the macro's expansion calls into, and can be used by hand:
 //!
-//! - [`Agent`]: what an agent implements; [`serve`] / [`serve_stdio`] run it;
+//! - [`Agent`]: what an agent implements; [`serve`] / [`serve_stdio`] / [`Server`] run it;
+//! - [`store`]: where sessions are recorded ([`store::SqliteStore`] by default under
+//!   `serve_stdio`, [`store::MemoryStore`], or any [`store::SessionStore`]);
 //! - [`Session`]: the per-session handle (updates, fs, terminals, permissions, cancellation);
 //! - [`ToolCallGuard`]: the low-level tool-call lifecycle; [`ToolDef`] / [`ToolOutput`]: tools
 //!   by name;
@@ -19,13 +21,14 @@
 //! | `jsonrpc` | classifying incoming lines, encoding frames, our requests awaiting answers |
 //! | `transport` | newline framing with its limits; the process's stdio |
 //! | `protocol` | ACP method names (from the schema crate); every v1 frame the runtime sends |
-//! | `peer` | the output queue and writer task, the reader loop, requests to the client |
+//! | `store` | recorded sessions: the [`store::SessionStore`] trait, in memory and SQLite |
+//! | `peer` | the output queue and writer task (which journals records before writing), the reader loop and its admissions, requests to the client |
 //! | `turn` | one prompt turn: cancellation, grace, the end-of-turn sweep and answer |
 //! | `session` | [`Session`], fs, terminals, tool-call guards, per-session state, the registry |
 //! | `tools` | tool definitions and output, the tool-call lifecycle, calls by name, schemas |
 //! | `agent` | the [`Agent`] trait, [`Prompt`], [`SessionSetup`] |
-//! | `router` | the method table: method → capability gate → inline or spawned → handler |
-//! | `serve` | wiring it all together; shutdown |
+//! | `router` | the method table: method → capability gate → inline or spawned → handler; the history methods |
+//! | `serve` | [`Server`] and its limits and store: wiring it all together; shutdown |
 //! | `testing` | the scripted client (feature `testing`) |
 //! | `__private` | the ABI of the macros' expansion |
 #![deny(missing_docs)]
