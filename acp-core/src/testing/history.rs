@@ -23,12 +23,10 @@ impl TestClient {
     /// the agent replays before its answer.
     pub async fn load_session(&self, id: &SessionId) -> Result<Loaded<'_>> {
         let start = self.transcript().len();
-        let request = self.send_request(
-            "session/load",
-            json!({"sessionId": id, "cwd": self.cwd, "mcpServers": []}),
-        );
-        let answer = self.answer_of(&request).await?;
-        let replayed = self.transcript()[start..]
+        let params = json!({"sessionId": id, "cwd": self.cwd, "mcpServers": []});
+        let (answer, at) = self.wire.request("session/load", params).await?;
+        let answer = answer?;
+        let replayed = self.transcript()[start..at]
             .iter()
             .filter(|f| f.direction == Direction::FromAgent)
             .filter_map(|f| f.session_update())
@@ -95,19 +93,6 @@ impl TestClient {
             client: self,
             id,
             answer,
-        }
-    }
-
-    /// The result of request `id`, or its error as [`Error::Rpc`].
-    async fn answer_of(&self, id: &Value) -> Result<Value> {
-        let message = self.wait_for_response(id).await?;
-        match message.get("error") {
-            Some(error) => Err(Error::Rpc {
-                code: error["code"].as_i64().unwrap_or(0) as i32,
-                message: error["message"].as_str().unwrap_or("").to_owned(),
-                data: error.get("data").cloned(),
-            }),
-            None => Ok(message["result"].clone()),
         }
     }
 }
