@@ -13,7 +13,8 @@ use acp_core::{Agent, Error, Prompt, Result, Server, Session};
 use serde_json::json;
 
 /// Commands: `stream N` (N chunks), `tool` (a tool call, completed), `sleep` (until
-/// cancelled); anything else is echoed.
+/// cancelled), `title T` (sets the session's title, `title` alone clears it); anything else
+/// is echoed.
 struct Recorded;
 
 impl Agent for Recorded {
@@ -32,6 +33,11 @@ impl Agent for Recorded {
                     .start()
                     .await?;
                 call.complete(vec!["seen".into()]).await?;
+            }
+            ("title", title) => {
+                let info = acp_core::schema::SessionInfoUpdate::new()
+                    .title((!title.is_empty()).then(|| title.to_owned()));
+                cx.update(SessionUpdate::SessionInfoUpdate(info)).await?;
             }
             ("sleep", _) => {
                 cx.message("sleeping").await?;
@@ -169,7 +175,8 @@ async fn every_update_is_recorded_before_the_client_receives_it() {
         // The answer was written after its turn's records were committed.
         let records = store.records(s.id(), None).await.unwrap();
         assert_eq!(records.len(), 1 + 300 + 1, "prompt, chunks, turn end");
-        assert!(matches!(&records[300].1, Record::Update { update } if update["content"]["text"] == "chunk 299"));
+        assert!(matches!(&records[300].1, Record::Update { update }
+            if serde_json::from_str::<serde_json::Value>(update.get()).unwrap()["content"]["text"] == "chunk 299"));
         assert!(matches!(&records[301].1, Record::TurnEnded { stop_reason } if stop_reason == "end_turn"));
         let cursors: Vec<u64> = records.iter().map(|(c, _)| *c).collect();
         assert!(cursors.windows(2).all(|w| w[0] < w[1]), "{cursors:?}");
@@ -248,6 +255,33 @@ async fn list_pages_through_more_sessions_than_one_page() {
             .unwrap_err();
         assert!(matches!(e, Error::Rpc { code: -32602, .. }), "{e}");
         c.close().await.unwrap();
+    })
+    .await;
+}
+
+/// A title the agent gives the session (`session_info_update`) is what `session/list` shows,
+/// also after a restart; a cleared one is gone.
+#[tokio::test(start_paused = true)]
+async fn session_list_shows_the_title_the_agent_set() {
+    within(async {
+        let store = Arc::new(MemoryStore::default());
+        let first = client(&store).await;
+        let s = first.new_session().await.unwrap();
+        let listed = first.all_sessions(None).await.unwrap();
+        assert!(listed[0]["title"].is_null(), "{listed:?}");
+        s.prompt("title Fixing the parser").await.unwrap();
+        let id = s.id().clone();
+        first.close().await.unwrap();
+
+        let second = client(&store).await;
+        let listed = second.all_sessions(None).await.unwrap();
+        assert_eq!(listed[0]["sessionId"], json!(id));
+        assert_eq!(listed[0]["title"], "Fixing the parser", "{listed:?}");
+        let loaded = second.load_session(&id).await.unwrap();
+        loaded.session.prompt("title").await.unwrap();
+        let listed = second.all_sessions(None).await.unwrap();
+        assert!(listed[0]["title"].is_null(), "{listed:?}");
+        second.close().await.unwrap();
     })
     .await;
 }

@@ -60,11 +60,12 @@ fn sid(id: &str) -> SessionId {
 }
 
 fn chunk(text: &str) -> Record {
+    let update = json!({
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": text}
+    });
     Record::Update {
-        update: json!({
-            "sessionUpdate": "agent_message_chunk",
-            "content": {"type": "text", "text": text}
-        }),
+        update: serde_json::value::to_raw_value(&update).unwrap(),
     }
 }
 
@@ -492,6 +493,7 @@ mod sqlite_only {
         let Record::Update { update } = record else {
             panic!("not a chunk: {record:?}")
         };
+        let update: serde_json::Value = serde_json::from_str(update.get()).unwrap();
         let text = update["content"]["text"].as_str().unwrap();
         let mut parts = text.split('/').map(|p| p.parse().unwrap_or(0));
         (
@@ -562,6 +564,83 @@ mod sqlite_only {
         let store = SqliteStore::open(dir.path().join("x.sqlite3")).unwrap();
         assert!(store.path().is_absolute());
         assert!(format!("{store:?}").contains("x.sqlite3"));
+    }
+
+    /// A file written by the first version of the format (one record per row) opens, reads
+    /// with the same cursors, and takes batches after them.
+    #[tokio::test]
+    async fn a_version_1_file_is_read_and_extended() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.sqlite3");
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             CREATE TABLE sessions (pk INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
+                 cwd TEXT NOT NULL, cwd_key TEXT NOT NULL, additional_directories TEXT NOT NULL,
+                 title TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+                 touch INTEGER NOT NULL);
+             CREATE INDEX sessions_by_touch ON sessions (touch);
+             CREATE INDEX sessions_by_cwd ON sessions (cwd_key, touch);
+             CREATE TABLE touches (seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                 session INTEGER NOT NULL);
+             CREATE INDEX touches_by_session ON touches (session, seq);
+             CREATE TABLE records (cursor INTEGER PRIMARY KEY AUTOINCREMENT,
+                 session INTEGER NOT NULL, record TEXT NOT NULL);
+             CREATE INDEX records_by_session ON records (session, cursor);
+             CREATE TABLE state (session INTEGER NOT NULL, key TEXT NOT NULL,
+                 value TEXT NOT NULL, PRIMARY KEY (session, key)) WITHOUT ROWID;
+             INSERT INTO sessions VALUES (1, 'old', '/p', '/p', '[]', 'Old one',
+                 '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 1);
+             INSERT INTO touches (session) VALUES (1);
+             INSERT INTO records (session, record) VALUES
+                 (1, '{\"kind\":\"update\",\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{\"type\":\"text\",\"text\":\"one\"}}}'),
+                 (1, '{\"kind\":\"turn_ended\",\"stop_reason\":\"end_turn\"}');
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+        drop(conn);
+
+        let store = open(&path);
+        let old = sid("old");
+        let records = store.records(&old, None).await.unwrap();
+        assert_eq!(records, vec![(1, chunk("one")), (2, ended())]);
+        let last = store
+            .append(&old, &[chunk("two"), chunk("three")])
+            .await
+            .unwrap();
+        assert_eq!(last, 4);
+        let after = store.records(&old, Some(1)).await.unwrap();
+        assert_eq!(
+            after,
+            vec![(2, ended()), (3, chunk("two")), (4, chunk("three"))]
+        );
+        let listed = store.list(None, None, 10).await.unwrap();
+        assert_eq!(listed.sessions[0].title.as_deref(), Some("Old one"));
+    }
+
+    /// Records are kept one per line in a batch: an update given as pretty-printed JSON text
+    /// still reads back whole, beside its neighbours.
+    #[tokio::test]
+    async fn a_multi_line_update_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("s.sqlite3"));
+        save(&store, "s", "/p").await;
+        let pretty = serde_json::to_string_pretty(&serde_json::json!({
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "line 1\nline 2"}
+        }))
+        .unwrap();
+        assert!(pretty.contains('\n'));
+        let record = Record::Update {
+            update: serde_json::value::RawValue::from_string(pretty).unwrap(),
+        };
+        let records = [chunk("before"), record.clone(), chunk("after")];
+        store.append(&sid("s"), &records).await.unwrap();
+        let read = store.records(&sid("s"), None).await.unwrap();
+        assert_eq!(read.len(), 3);
+        assert_eq!((&read[0].1, &read[2].1), (&records[0], &records[2]));
+        let update = |r: &Record| r.to_update().unwrap().unwrap();
+        assert_eq!(update(&read[1].1), update(&record));
     }
 
     #[tokio::test]

@@ -8,8 +8,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::Frame;
-use crate::schema::{SessionId, SessionUpdate, StopReason};
+use super::{Frame, FrameKind, Sequence};
+use crate::protocol::v1;
+use crate::schema::{SessionId, SessionNotification, SessionUpdate, StopReason};
 use crate::store::{Record, SessionStore};
 
 /// One record of a session, riding on the frame that shows it to the client.
@@ -22,10 +23,9 @@ pub(crate) struct Journaled {
 impl Journaled {
     /// `update`, sent to the client as a `session/update` of `session`.
     pub fn update(session: &SessionId, update: &SessionUpdate) -> Option<Journaled> {
-        let update = serde_json::to_value(update).ok()?;
         Some(Journaled {
             session: session.clone(),
-            record: Record::Update { update },
+            record: Record::update(update).ok()?,
         })
     }
 
@@ -81,11 +81,34 @@ impl Journal {
             .flatten()
     }
 
+    /// The `session/update` frame's bytes for `update` of `session`, and its record when
+    /// sessions are recorded: the update is serialized once, into the record, and the frame
+    /// is built around that text.
+    pub fn session_update(
+        &self,
+        session: &SessionId,
+        update: SessionUpdate,
+    ) -> crate::Result<(Vec<u8>, Option<Journaled>)> {
+        if !self.is_recording() {
+            let notification = SessionNotification::new(session.clone(), update);
+            return Ok((v1::update(&notification)?, None));
+        }
+        let update = serde_json::value::to_raw_value(&update)?;
+        let bytes = v1::raw_update(session, &update)?;
+        let record = Journaled {
+            session: session.clone(),
+            record: Record::Update { update },
+        };
+        Ok((bytes, Some(record)))
+    }
+
     /// Commits the records of `batch` (those of frames that will be written), grouped into one
-    /// append per run of frames of the same session. A store failure is logged (once) and
-    /// does not hold the frames back: the client still gets its updates; the history misses
-    /// them.
-    pub async fn commit(&self, batch: &mut [Frame]) {
+    /// append per run of frames of the same session. `ending` holds the sequences whose last
+    /// frame was committed earlier (maybe not written yet); those ending in `batch` are added.
+    /// A frame of an ended or ending sequence will be dropped by the writer, so it is not
+    /// recorded either. A store failure is logged (once) and does not hold the frames back:
+    /// the client still gets its updates; the history misses them.
+    pub async fn commit(&self, batch: &mut [Frame], ending: &mut Vec<Arc<Sequence>>) {
         let Some(store) = &self.store else {
             return;
         };
@@ -93,8 +116,15 @@ impl Journal {
         // session each.
         let mut runs: Vec<(SessionId, Vec<Record>)> = Vec::new();
         for frame in batch.iter_mut() {
-            if frame.sequence.as_ref().is_some_and(|s| s.has_ended()) {
-                continue;
+            if let Some(sequence) = frame.sequence.as_ref() {
+                let ended = sequence.has_ended() || ending.iter().any(|e| Arc::ptr_eq(e, sequence));
+                if frame.kind == FrameKind::EndsSequence {
+                    ending.push(sequence.clone());
+                }
+                if ended {
+                    frame.record = None;
+                    continue;
+                }
             }
             let Some(journaled) = frame.record.take() else {
                 continue;

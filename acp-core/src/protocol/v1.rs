@@ -2,6 +2,7 @@
 //! reported failed, the answer that ends a prompt turn.
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 use super::methods;
 use crate::jsonrpc;
@@ -22,6 +23,22 @@ pub(crate) fn update(params: &impl Serialize) -> Result<Vec<u8>> {
 /// A `session/update` carrying `update` for `session`.
 pub(crate) fn session_update(session: &SessionId, update: SessionUpdate) -> Result<Vec<u8>> {
     self::update(&SessionNotification::new(session.clone(), update))
+}
+
+/// A `session/update` carrying `update` (already JSON) for `session`: the same frame as
+/// [`session_update`] makes, around text serialized once.
+pub(crate) fn raw_update(session: &SessionId, update: &RawValue) -> Result<Vec<u8>> {
+    /// A [`SessionNotification`] with no `_meta`, its update already serialized.
+    #[derive(Serialize)]
+    struct Params<'a> {
+        #[serde(rename = "sessionId")]
+        session_id: &'a SessionId,
+        update: &'a RawValue,
+    }
+    self::update(&Params {
+        session_id: session,
+        update,
+    })
 }
 
 /// The fields that report a tool call failed, showing `message`.

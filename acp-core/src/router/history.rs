@@ -114,12 +114,13 @@ pub(super) fn reopen<A: Agent>(
     let store = r.store().cloned();
     Box::pin(async move {
         let Some(store) = store else { return };
-        let records = match known(&*store, &session_id).await {
-            Ok(()) => store.records(&session_id, None).await,
-            Err(e) => Err(e),
+        let stored = async {
+            known(&*store, &session_id).await?;
+            let records = store.records(&session_id, None).await?;
+            Ok((records, store.state(&session_id).await?))
         };
-        let records = match records {
-            Ok(records) => records,
+        let (records, values) = match stored.await {
+            Ok(stored) => stored,
             Err(e) => return answer(&conn, &id, Err::<(), _>(e)).await,
         };
         // A session open on this connection already is replaced (its turn cancelled).
@@ -127,14 +128,14 @@ pub(super) fn reopen<A: Agent>(
             open.cancel_turn();
         }
         let state = SessionState::new(&conn, session_id, roots, mcp_servers);
+        state.persisted.restore(values);
         continue_tool_call_ids(&state, &records);
         if replay {
             for (_, record) in &records {
-                if let Record::Update { update } = record {
-                    let params = serde_json::json!({"sessionId": state.id, "update": update});
-                    if let Ok(bytes) = v1::update(&params) {
-                        let _ = conn.peer.send(Frame::new(bytes, None)).await;
-                    }
+                if let Record::Update { update } = record
+                    && let Ok(bytes) = v1::raw_update(&state.id, update)
+                {
+                    let _ = conn.peer.send(Frame::new(bytes, None)).await;
                 }
             }
             debug!(session = %state.id, records = records.len(), "replayed the session");
@@ -209,10 +210,20 @@ async fn known(store: &dyn SessionStore, id: &SessionId) -> Result<()> {
 
 /// Tool calls numbered after the ones already recorded, so ids stay unique across restarts.
 fn continue_tool_call_ids(state: &SessionState, records: &[(u64, Record)]) {
+    /// The one field of an update read here.
+    #[derive(serde::Deserialize)]
+    struct ToolCallOf<'a> {
+        #[serde(rename = "toolCallId", borrow)]
+        tool_call_id: Option<std::borrow::Cow<'a, str>>,
+    }
     let next = records
         .iter()
         .filter_map(|(_, record)| match record {
-            Record::Update { update } => update.get("toolCallId")?.as_str(),
+            Record::Update { update } => {
+                serde_json::from_str::<ToolCallOf<'_>>(update.get())
+                    .ok()?
+                    .tool_call_id
+            }
             Record::TurnEnded { .. } => None,
         })
         .filter_map(|id| id.strip_prefix("call_")?.parse::<u64>().ok())

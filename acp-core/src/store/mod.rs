@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
+use serde_json::value::RawValue;
 
 use crate::error::{Error, Result};
 use crate::schema;
@@ -89,20 +90,77 @@ impl StoredSession {
 ///
 /// Stored as JSON (`{"kind": "update", "update": {...}}`), so a later version of the crate
 /// reads what an earlier one wrote.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Record {
     /// A `session/update` payload (a `schema::SessionUpdate` as JSON): the user's prompt as
     /// `user_message_chunk`s, agent chunks, tool calls, plans, mode/config/title changes.
     Update {
-        /// The update, as sent to the client.
-        update: serde_json::Value,
+        /// The update, as the JSON text sent to the client (kept as text: recording an update
+        /// costs no second serialization, and replaying it no parse). [`Record::to_update`]
+        /// reads it back.
+        update: Box<RawValue>,
     },
     /// A prompt turn ended with this stop reason (e.g. "end_turn", "cancelled").
     TurnEnded {
         /// The stop reason, as the protocol spells it.
         stop_reason: String,
     },
+}
+
+impl Record {
+    /// The record of `update`.
+    pub fn update(update: &schema::SessionUpdate) -> Result<Record> {
+        Ok(Record::Update {
+            update: serde_json::value::to_raw_value(update)?,
+        })
+    }
+
+    /// The update this record holds, read back (`None` for other records).
+    pub fn to_update(&self) -> Option<Result<schema::SessionUpdate>> {
+        match self {
+            Record::Update { update } => {
+                Some(serde_json::from_str(update.get()).map_err(Into::into))
+            }
+            Record::TurnEnded { .. } => None,
+        }
+    }
+}
+
+/// Records are equal when they are the same event with the same JSON text.
+impl PartialEq for Record {
+    fn eq(&self, other: &Record) -> bool {
+        match (self, other) {
+            (Record::Update { update: a }, Record::Update { update: b }) => a.get() == b.get(),
+            (Record::TurnEnded { stop_reason: a }, Record::TurnEnded { stop_reason: b }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// How a record is read: serde's internally tagged enums cannot hold a [`RawValue`], so the
+/// tag and the fields are read as one struct and checked by hand.
+#[derive(serde::Deserialize)]
+struct StoredRecord {
+    kind: String,
+    update: Option<Box<RawValue>>,
+    stop_reason: Option<String>,
+}
+
+impl<'de> serde::Deserialize<'de> for Record {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Record, D::Error> {
+        use serde::de::Error as _;
+        let stored = StoredRecord::deserialize(deserializer)?;
+        match (stored.kind.as_str(), stored.update, stored.stop_reason) {
+            ("update", Some(update), _) => Ok(Record::Update { update }),
+            ("turn_ended", _, Some(stop_reason)) => Ok(Record::TurnEnded { stop_reason }),
+            ("update", None, _) => Err(D::Error::missing_field("update")),
+            ("turn_ended", _, None) => Err(D::Error::missing_field("stop_reason")),
+            (kind, _, _) => Err(D::Error::unknown_variant(kind, &["update", "turn_ended"])),
+        }
+    }
 }
 
 /// One page of [`SessionStore::list`].
@@ -184,6 +242,23 @@ pub trait SessionStore: Send + Sync + 'static {
         &'a self,
         id: &'a schema::SessionId,
     ) -> BoxFuture<'a, Result<HashMap<String, serde_json::Value>>>;
+
+    /// Sets (or, with `None`, clears) the session's title, shown by `session/list`; touches
+    /// `updated_at`. Setting it for an unknown session is an error ([`Error::is_not_found`]).
+    ///
+    /// The default reads the session and saves it back with the new title; a store can do it
+    /// in one step.
+    fn set_title<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        title: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let mut session = self.session(id).await?.ok_or_else(|| unknown_session(id))?;
+            session.title = title.map(str::to_owned);
+            self.save_session(&session).await
+        })
+    }
 }
 
 /// The error of an operation on a session the store does not have.

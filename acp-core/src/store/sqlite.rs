@@ -13,16 +13,21 @@
 //! turn (`BEGIN IMMEDIATE`, waiting up to 10 s). Called outside a tokio runtime,
 //! an operation runs on the polling thread.
 //!
-//! # Schema (version 1, in `PRAGMA user_version`)
+//! # Schema (version 2, in `PRAGMA user_version`)
 //!
 //! - `sessions`: one row per session: `pk` (the integer the other tables refer to it by, never
 //!   reused), its id, its metadata, `touch` (its latest touch: its position in `list`) and
 //!   `cwd_key` (the cwd as `list` compares it); indexed on `(touch)` and `(cwd_key, touch)`.
 //! - `touches`: every touch (`seq INTEGER PRIMARY KEY AUTOINCREMENT`, session), for the order
 //!   of `list` as of a cursor's snapshot; indexed on `(session, seq)`.
-//! - `records`: the logs (`cursor INTEGER PRIMARY KEY AUTOINCREMENT`, session, the record as
-//!   JSON): `AUTOINCREMENT` never reuses a cursor, also after deletions; indexed on
-//!   `(session, cursor)`.
+//! - `records`: the logs, one row per `append` (a batch of records): `cursor` (`INTEGER PRIMARY
+//!   KEY AUTOINCREMENT`, the cursor of the batch's *last* record), session, `count` (records in
+//!   the batch) and the records as JSON, one per line. A batch of `count` records ending at `c`
+//!   holds cursors `c - count + 1 ..= c`; the next batch starts after the largest cursor ever
+//!   handed out (`sqlite_sequence`), so cursors are never reused, also after deletions. One row
+//!   per batch rather than per record: the runtime appends a batch per write to the client, and
+//!   a row costs far more than its bytes. Indexed on `(session, cursor)`. (Version 1 had one
+//!   record per row, which is a batch of one: `count` was added, defaulting to 1.)
 //! - `state`: the agent's values, `(session, key)` → JSON.
 //!
 //! # Durability
@@ -56,7 +61,7 @@ const DATA_DIR_VAR: &str = "ACP_DATA_DIR";
 /// threads) without bound — a client flooding `session/new` must not grow the agent.
 const MAX_IDLE: usize = 4;
 
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
@@ -82,6 +87,7 @@ CREATE TABLE records (
     session INTEGER NOT NULL,
     record TEXT NOT NULL
 );
+-- v2 (below) adds: count INTEGER NOT NULL DEFAULT 1
 CREATE INDEX records_by_session ON records (session, cursor);
 CREATE TABLE state (
     session INTEGER NOT NULL,
@@ -90,6 +96,9 @@ CREATE TABLE state (
     PRIMARY KEY (session, key)
 ) WITHOUT ROWID;
 ";
+
+/// From version 1 to 2: a row of `records` holds a batch of `count` records, one JSON per line.
+const SCHEMA_V2: &str = "ALTER TABLE records ADD COLUMN count INTEGER NOT NULL DEFAULT 1;";
 
 /// A [`SessionStore`](super::SessionStore) in an SQLite database file: the default store.
 ///
@@ -263,8 +272,11 @@ fn migrate(conn: &mut Connection) -> Result<()> {
         .db()?;
     let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).db()?;
     match version {
-        0 => {
-            tx.execute_batch(SCHEMA_V1).db()?;
+        0 | 1 => {
+            if version == 0 {
+                tx.execute_batch(SCHEMA_V1).db()?;
+            }
+            tx.execute_batch(SCHEMA_V2).db()?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .db()?;
         }

@@ -142,12 +142,32 @@ impl SessionStore for SqliteStore {
         records: &'a [Record],
     ) -> BoxFuture<'a, Result<Cursor>> {
         let sid = id.clone();
-        let records: Vec<String> = match records.iter().map(serde_json::to_string).collect() {
-            Ok(records) => records,
-            Err(e) => return Box::pin(std::future::ready(Err(Error::Json(e)))),
+        // The batch's text: one record per line (JSON has no raw newlines).
+        let mut body = Vec::new();
+        for record in records {
+            if !body.is_empty() {
+                body.push(b'\n');
+            }
+            let start = body.len();
+            let mut written = serde_json::to_writer(&mut body, record);
+            if written.is_ok() && body[start..].contains(&b'\n') {
+                // An update given as pretty-printed JSON text: compacted, to stay one line.
+                body.truncate(start);
+                written = serde_json::to_value(record)
+                    .and_then(|compact| serde_json::to_writer(&mut body, &compact));
+            }
+            if let Err(e) = written {
+                return Box::pin(std::future::ready(Err(Error::Json(e))));
+            }
+        }
+        // serde_json writes UTF-8 only: this never fails.
+        let body = match String::from_utf8(body) {
+            Ok(body) => body,
+            Err(e) => return Box::pin(std::future::ready(Err(storage_error("a record", e)))),
         };
+        let count = sql_int(records.len() as u64);
         self.run(move |conn| {
-            let tx = if records.is_empty() {
+            let tx = if count == 0 {
                 conn.transaction()
             } else {
                 conn.transaction_with_behavior(TransactionBehavior::Immediate)
@@ -156,7 +176,7 @@ impl SessionStore for SqliteStore {
             let Some((pk, previous)) = find(&tx, &sid.0)? else {
                 return Err(unknown_session(&sid));
             };
-            if records.is_empty() {
+            if count == 0 {
                 let last: i64 = tx
                     .query_row(
                         "SELECT coalesce(max(cursor), 0) FROM records WHERE session = ?1",
@@ -166,15 +186,22 @@ impl SessionStore for SqliteStore {
                     .db()?;
                 return Ok(last as Cursor);
             }
-            {
-                let mut insert = tx
-                    .prepare_cached("INSERT INTO records (session, record) VALUES (?1, ?2)")
-                    .db()?;
-                for record in &records {
-                    insert.execute(params![pk, record]).db()?;
-                }
-            }
-            let last = tx.last_insert_rowid();
+            // The batch takes the cursors after the largest ever handed out; its row is keyed
+            // by its last one (which moves `sqlite_sequence` past it).
+            let handed_out: i64 = tx
+                .prepare_cached(
+                    "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'records'), 0)",
+                )
+                .db()?
+                .query_row([], |r| r.get(0))
+                .db()?;
+            let last = handed_out.saturating_add(count);
+            tx.prepare_cached(
+                "INSERT INTO records (cursor, session, count, record) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .db()?
+            .execute(params![last, pk, count, body])
+            .db()?;
             let touch = touch(&tx, pk)?;
             tx.prepare_cached("UPDATE sessions SET updated_at = ?2, touch = ?3 WHERE pk = ?1")
                 .db()?
@@ -211,27 +238,44 @@ impl SessionStore for SqliteStore {
         self.run(move |conn| {
             let mut select = conn
                 .prepare_cached(
-                    "SELECT cursor, record FROM records \
+                    "SELECT cursor, count, record FROM records \
                      WHERE session = (SELECT pk FROM sessions WHERE id = ?1) AND cursor > ?2 \
                      ORDER BY cursor",
                 )
                 .db()?;
             let rows = select
                 .query_map(params![id, after], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
                 })
                 .db()?;
-            rows.map(|row| {
-                let (cursor, text) = row.db()?;
-                let record = serde_json::from_str(&text).map_err(|e| {
-                    storage_error(
-                        format_args!("record {cursor} of session `{id}` is unreadable"),
-                        e,
-                    )
-                })?;
-                Ok((cursor as Cursor, record))
-            })
-            .collect()
+            let mut out = Vec::new();
+            for row in rows {
+                let (last, count, body) = row.db()?;
+                let lines = body.split('\n');
+                if count < 1 || lines.clone().count() as i64 != count {
+                    return Err(storage_error(
+                        format_args!("the batch of session `{id}` ending at {last} is torn"),
+                        format_args!("{count} records expected"),
+                    ));
+                }
+                for (cursor, text) in (last - count + 1..).zip(lines) {
+                    if cursor <= after {
+                        continue;
+                    }
+                    let record = serde_json::from_str(text).map_err(|e| {
+                        storage_error(
+                            format_args!("record {cursor} of session `{id}` is unreadable"),
+                            e,
+                        )
+                    })?;
+                    out.push((cursor as Cursor, record));
+                }
+            }
+            Ok(out)
         })
     }
 
