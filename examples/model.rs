@@ -11,17 +11,20 @@
 //! the serialized [`acp::ToolDef`]s (`{"name", "description", "input_schema"}`) as its tools,
 //! and mapping the API's tool-use blocks to [`Reply::ToolCalls`].
 //!
-//! Try: `./scripts/demo model "read Cargo.toml" "write notes.txt hello" "hi"`.
+//! The conversation is a [`Persist`](acp::Persist) value of the session: the runtime saves it
+//! after each turn (a cancelled one included) and gives it back when the editor loads or
+//! resumes the session, also after the agent restarted — the model picks up where it was.
+//!
+//! Try: `./scripts/demo model "read Cargo.toml" "write notes.txt hello" "hi" "history"`.
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use acp::{Diff, Prompt, Session, StopReason, ToolDef};
 use serde_json::{Value, json};
 
 /// One entry of the conversation the model sees.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Message {
     /// What the user typed.
     User(String),
@@ -54,8 +57,8 @@ pub trait Model: Send + Sync + 'static {
 
 /// A stand-in model with a fixed script, so the example runs offline:
 /// `read <path>` reads a file, `write <path> <text>` writes one, `spin` keeps calling tools
-/// forever (to show `max_turn_requests`), `bad` passes a wrong argument, anything else is
-/// echoed.
+/// forever (to show `max_turn_requests`), `bad` passes a wrong argument, `history` lists what
+/// the user said before in the session, anything else is echoed.
 #[derive(Debug, Default)]
 pub struct ScriptedModel;
 
@@ -93,27 +96,29 @@ impl Model for ScriptedModel {
                 "spin" => Reply::ToolCalls(vec![("read_file".into(), json!({ "path": "." }))]),
                 // A model mistake: the wrong type for `path`.
                 "bad" => Reply::ToolCalls(vec![("read_file".into(), json!({ "path": 42 }))]),
+                "history" => {
+                    let said: Vec<&str> = history
+                        .iter()
+                        .filter_map(|m| match m {
+                            Message::User(text) => Some(text.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    let earlier = &said[..said.len().saturating_sub(1)];
+                    Reply::Text(format!("You said before: {}", earlier.join(" | ")))
+                }
                 _ => Reply::Text(format!("You said: {asked}")),
             },
         })
     }
 }
 
-/// The conversation of one session.
-#[derive(Default)]
-struct History(Mutex<Vec<Message>>);
+/// The conversation of one session, kept across restarts.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct History(Vec<Message>);
 
-impl History {
-    fn push(&self, message: Message) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(message);
-    }
-
-    fn snapshot(&self) -> Vec<Message> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
+impl acp::Persist for History {
+    const KEY: &'static str = "model.history";
 }
 
 /// An agent driven by `M`.
@@ -136,20 +141,22 @@ impl<M> ModelAgent<M> {
 #[acp::agent(name = "model", title = "Model-driven agent")]
 impl<M: Model> ModelAgent<M> {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
-        let history = cx.state::<History>();
-        history.push(Message::User(prompt.text()));
+        let history = cx.persisted::<History>();
+        let push = |message| history.lock().0.push(message);
+        push(Message::User(prompt.text()));
         let tools = cx.tools();
         for _ in 0..self.max_turn_requests {
             cx.check_cancelled()?;
-            match self.model.complete(&history.snapshot(), &tools).await? {
+            let conversation = history.lock().0.clone();
+            match self.model.complete(&conversation, &tools).await? {
                 Reply::Text(text) => {
                     cx.message(text.clone()).await?;
-                    history.push(Message::Assistant(text));
+                    push(Message::Assistant(text));
                     return Ok(StopReason::EndTurn);
                 }
                 Reply::ToolCalls(calls) => {
                     for (name, args) in calls {
-                        history.push(Message::ToolCall {
+                        push(Message::ToolCall {
                             name: name.clone(),
                             args: args.clone(),
                         });
@@ -166,7 +173,7 @@ impl<M: Model> ModelAgent<M> {
                                 is_error: true,
                             },
                         };
-                        history.push(result);
+                        push(result);
                     }
                 }
             }

@@ -50,8 +50,9 @@
 #![forbid(unsafe_code)]
 
 pub use acp_core::{
-    Agent, Error, Fs, Prompt, Result, Server, Session, SessionSetup, Terminal, Terminals,
-    ToolCallBuilder, ToolCallGuard, ToolDef, ToolOutput, in_tool_call, schema, serve, serve_stdio,
+    Agent, Error, Fs, Persist, Persisted, Prompt, Result, Server, Session, SessionSetup, Terminal,
+    Terminals, ToolCallBuilder, ToolCallGuard, ToolDef, ToolOutput, in_tool_call, schema, serve,
+    serve_stdio,
 };
 
 #[cfg(feature = "testing")]

@@ -56,7 +56,10 @@ mod turn;
 pub use agent::{Agent, Prompt, SessionSetup};
 pub use error::{Error, Result};
 pub use serve::{Server, serve, serve_stdio};
-pub use session::{Fs, Session, Terminal, Terminals, ToolCallBuilder, ToolCallGuard, in_tool_call};
+pub use session::{
+    Fs, Persist, Persisted, Session, Terminal, Terminals, ToolCallBuilder, ToolCallGuard,
+    in_tool_call,
+};
 pub use tools::{IntoToolOutput, Json, ToolDef, ToolLocations, ToolOutput};
 
 /// The ACP wire types, from the official `agent-client-protocol-schema` crate (protocol v1).

@@ -279,6 +279,8 @@ fn prompt<A: Agent>(
             let cx = Session::new(state.clone(), Some(turn.clone()));
             let outcome =
                 turn::run(agent.prompt(&cx, Prompt::from_request(req)), &turn.cancel).await;
+            // Before the answer: a client that has it may kill the agent and load the session.
+            state.save_persisted().await;
             let frame = turn.end(&state.conn.peer, &state.id, &id, outcome).await;
             // Free the session before the answer leaves: a client may send its next prompt the
             // moment it reads the answer.

@@ -4,6 +4,7 @@
 //! connection's sessions.
 
 mod fs;
+mod persist;
 pub(crate) mod registry;
 pub(crate) mod roots;
 pub(crate) mod state;
@@ -16,12 +17,13 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use fs::Fs;
+pub use persist::{Persist, Persisted};
 pub(crate) use state::{Connection, SessionState};
 pub use terminal::{Terminal, Terminals};
 pub use tool_call::{ToolCallBuilder, ToolCallGuard, in_tool_call};
 
 use crate::peer::{Frame, Journaled};
-use crate::protocol::{methods, v1};
+use crate::protocol::methods;
 use crate::schema::{
     self, ClientCapabilities, ContentBlock, ContentChunk, McpServer, PermissionOption,
     PermissionOptionId, Plan, PlanEntry, RequestPermissionOutcome, SessionId, SessionUpdate,
@@ -29,6 +31,7 @@ use crate::schema::{
 };
 use crate::turn::Turn;
 use crate::{Error, Result};
+use agent_client_protocol_schema::MaybeUndefined;
 
 /// The handle an agent receives for one session: cheap to clone, `Send + Sync`.
 ///
@@ -158,25 +161,34 @@ impl Session {
     /// Updates of one session reach the client in the order they were sent, and every update of
     /// a turn reaches it before the turn's answer.
     pub async fn update(&self, update: SessionUpdate) -> Result<()> {
-        let peer = &self.state.conn.peer;
-        let record = peer.journal.update(&self.state.id, &update);
-        let notification = schema::SessionNotification::new(self.state.id.clone(), update);
-        self.notify(&notification, record).await
+        let journal = &self.state.conn.peer.journal;
+        // A title for `session/list`.
+        let title = match &update {
+            SessionUpdate::SessionInfoUpdate(info) if journal.is_recording() => match &info.title {
+                MaybeUndefined::Value(title) => Some(Some(title.clone())),
+                MaybeUndefined::Null => Some(None),
+                MaybeUndefined::Undefined => None,
+            },
+            _ => None,
+        };
+        let (bytes, record) = journal.session_update(&self.state.id, update)?;
+        self.send_update(bytes, record).await?;
+        if let (Some(title), Some(store)) = (title, journal.store())
+            && let Err(e) = store.set_title(&self.state.id, title.as_deref()).await
+        {
+            tracing::warn!(session = %self.state.id, "could not store the session's title: {e}");
+        }
+        Ok(())
     }
 
-    /// Sends a notification of this session (recorded as `record`), refused once the turn
+    /// Sends the `session/update` frame `bytes` (recorded as `record`), refused once the turn
     /// this handle belongs to has been answered.
-    pub(crate) async fn notify(
-        &self,
-        params: &impl Serialize,
-        record: Option<Journaled>,
-    ) -> Result<()> {
+    async fn send_update(&self, bytes: Vec<u8>, record: Option<Journaled>) -> Result<()> {
         if let Some(turn) = &self.turn
             && turn.is_closing()
         {
             return Err(Error::TurnEnded);
         }
-        let bytes = v1::update(params)?;
         let sequence = self.turn.as_ref().map(|t| t.sequence.clone());
         let frame = Frame::new(bytes, sequence).recorded(record);
         self.state.conn.peer.send(frame).await
@@ -238,6 +250,13 @@ impl Session {
     /// ```
     pub fn state<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
         self.state.values.get_or_insert_with(T::default)
+    }
+
+    /// The session's [`Persist`] value of type `T`: like [`state`](Session::state), one per
+    /// type and session, but saved in the session store after each turn and back when the
+    /// session is loaded or resumed (see [`Persist`]).
+    pub fn persisted<T: Persist>(&self) -> Arc<Persisted<T>> {
+        self.state.persisted::<T>()
     }
 
     /// Remembers an "always" answer for a permission key in this session.

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::persist::PersistedValues;
 use super::registry::Registry;
 use crate::peer::Peer;
 use crate::schema::{self, SessionId};
@@ -106,6 +107,8 @@ pub(crate) struct SessionState {
     pub next_tool_call: AtomicU64,
     /// The author's per-session values, one per type.
     pub values: TypeMap,
+    /// Which of them persist, and the stored ones not asked for yet.
+    pub persisted: PersistedValues,
 }
 
 impl SessionState {
@@ -124,6 +127,7 @@ impl SessionState {
             remembered: Mutex::new(HashMap::new()),
             next_tool_call: AtomicU64::new(0),
             values: TypeMap::default(),
+            persisted: PersistedValues::default(),
         })
     }
 
