@@ -1,7 +1,8 @@
 //! # model — an agent whose tool choices come from a language model
 //!
-//! Shows the loop every LLM agent runs: hand the model the conversation and the agent's tool
-//! table (`cx.tools()`, generated from the `#[acp::tool]` methods), run the tools it picks
+//! Shows the loop every LLM agent runs: hand the model the conversation and the session's tool
+//! table (`cx.tools()`: the `#[acp::tool]` methods, and the tools of the MCP servers the
+//! editor gave the session, connected by the runtime), run the tools it picks
 //! by name (`cx.call_tool(name, args)`: the same tool-call lifecycle, permission included, as
 //! a typed call), feed the results back, and stop when it answers — or after
 //! `max_turn_requests` model calls (`StopReason::MaxTurnRequests`).
@@ -138,7 +139,7 @@ impl<M: Model> ModelAgent<M> {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
         let history = cx.state::<History>();
         history.push(Message::User(prompt.text()));
-        let tools = cx.tools();
+        let tools = cx.tools().await;
         for _ in 0..self.max_turn_requests {
             cx.check_cancelled()?;
             match self.model.complete(&history.snapshot(), &tools).await? {
