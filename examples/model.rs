@@ -54,9 +54,10 @@ pub trait Model: Send + Sync + 'static {
 }
 
 /// A stand-in model with a fixed script, so the example runs offline:
-/// `read <path>` reads a file, `write <path> <text>` writes one, `spin` keeps calling tools
-/// forever (to show `max_turn_requests`), `bad` passes a wrong argument, anything else is
-/// echoed.
+/// `read <path>` reads a file, `write <path> <text>` writes one, `use <tool> <json>` calls any
+/// tool on offer (the agent's own, or one of the editor's MCP servers'), `spin` keeps calling
+/// tools forever (to show `max_turn_requests`), `bad` passes a wrong argument, anything else
+/// is echoed.
 #[derive(Debug, Default)]
 pub struct ScriptedModel;
 
@@ -90,6 +91,14 @@ impl Model for ScriptedModel {
                         "write_file".into(),
                         json!({ "path": path, "content": content }),
                     )])
+                }
+                "use" => {
+                    let (name, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
+                    match serde_json::from_str(args) {
+                        Ok(args) if offered(name) => Reply::ToolCalls(vec![(name.into(), args)]),
+                        Ok(_) => Reply::Text(format!("I have no tool named `{name}`.")),
+                        Err(e) => Reply::Text(format!("Those arguments are not JSON: {e}")),
+                    }
                 }
                 "spin" => Reply::ToolCalls(vec![("read_file".into(), json!({ "path": "." }))]),
                 // A model mistake: the wrong type for `path`.

@@ -704,3 +704,27 @@ async fn http_servers_connect_over_streamable_http() {
     client.close().await.unwrap();
     drop(server);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_example_hands_mcp_tools_to_its_model() {
+    let cwd = workspace();
+    let tag = tag();
+    let command = std::process::Command::new(support::example_binary("model"));
+    let client = TestClient::builder()
+        .cwd(&cwd)
+        .deadline(Duration::from_secs(30))
+        .spawn(command)
+        .await
+        .unwrap();
+    let session = client
+        .new_session_with_mcp(vec![everything("everything", &tag)])
+        .await
+        .unwrap();
+    let (answer, frames) = prompt(&client, session.id(), r#"use get-sum {"a": 20, "b": 22}"#).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    let calls = tool_frames(&frames);
+    assert_eq!(calls[0].2["title"], "Get Sum Tool", "{calls:#?}");
+    assert_eq!(calls.last().unwrap().1, "completed", "{calls:#?}");
+    assert!(said(&frames).contains("42"), "{}", said(&frames));
+    client.close().await.unwrap();
+}

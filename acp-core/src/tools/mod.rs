@@ -118,14 +118,20 @@ impl Session {
     /// [`Server::mcp_timeout`](crate::Server::mcp_timeout)).
     pub async fn call_tool(&self, name: &str, args: serde_json::Value) -> Result<ToolOutput> {
         let host = self.tool_host();
+        let Some(extra) = self.extra_tools() else {
+            // No MCP servers: every name is the agent's to answer.
+            return match host {
+                Some(host) => host.call_tool(self, name, args).await,
+                None => Err(by_name::unknown_tool(name, &[])),
+            };
+        };
+        // The agent's own tools keep their names; MCP tools were named around them.
         if let Some(host) = &host
             && host.tools().iter().any(|t| t.name == name)
         {
             return host.call_tool(self, name, args).await;
         }
-        if let Some(extra) = self.extra_tools()
-            && let Some(result) = extra.call_tool(self, name, args.clone()).await
-        {
+        if let Some(result) = extra.call_tool(self, name, args).await {
             return result;
         }
         let names: Vec<String> = self
