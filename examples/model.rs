@@ -1,7 +1,8 @@
 //! # model — an agent whose tool choices come from a language model
 //!
-//! Shows the loop every LLM agent runs: hand the model the conversation and the agent's tool
-//! table (`cx.tools()`, generated from the `#[acp::tool]` methods), run the tools it picks
+//! Shows the loop every LLM agent runs: hand the model the conversation and the session's tool
+//! table (`cx.tools()`: the `#[acp::tool]` methods, and the tools of the MCP servers the
+//! editor gave the session, connected by the runtime), run the tools it picks
 //! by name (`cx.call_tool(name, args)`: the same tool-call lifecycle, permission included, as
 //! a typed call), feed the results back, and stop when it answers — or after
 //! `max_turn_requests` model calls (`StopReason::MaxTurnRequests`).
@@ -56,9 +57,10 @@ pub trait Model: Send + Sync + 'static {
 }
 
 /// A stand-in model with a fixed script, so the example runs offline:
-/// `read <path>` reads a file, `write <path> <text>` writes one, `spin` keeps calling tools
-/// forever (to show `max_turn_requests`), `bad` passes a wrong argument, `history` lists what
-/// the user said before in the session, anything else is echoed.
+/// `read <path>` reads a file, `write <path> <text>` writes one, `use <tool> <json>` calls any
+/// tool on offer (the agent's own, or one of the editor's MCP servers'), `spin` keeps calling
+/// tools forever (to show `max_turn_requests`), `bad` passes a wrong argument, `history` lists
+/// what the user said before in the session, anything else is echoed.
 #[derive(Debug, Default)]
 pub struct ScriptedModel;
 
@@ -92,6 +94,14 @@ impl Model for ScriptedModel {
                         "write_file".into(),
                         json!({ "path": path, "content": content }),
                     )])
+                }
+                "use" => {
+                    let (name, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
+                    match serde_json::from_str(args) {
+                        Ok(args) if offered(name) => Reply::ToolCalls(vec![(name.into(), args)]),
+                        Ok(_) => Reply::Text(format!("I have no tool named `{name}`.")),
+                        Err(e) => Reply::Text(format!("Those arguments are not JSON: {e}")),
+                    }
                 }
                 "spin" => Reply::ToolCalls(vec![("read_file".into(), json!({ "path": "." }))]),
                 // A model mistake: the wrong type for `path`.
@@ -144,7 +154,7 @@ impl<M: Model> ModelAgent<M> {
         let history = cx.persisted::<History>();
         let push = |message| history.lock().0.push(message);
         push(Message::User(prompt.text()));
-        let tools = cx.tools();
+        let tools = cx.tools().await;
         for _ in 0..self.max_turn_requests {
             cx.check_cancelled()?;
             let conversation = history.lock().0.clone();

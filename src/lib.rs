@@ -41,6 +41,9 @@
 //! - [`macro@agent`] and [`macro@tool`]: every option, and what a tool call does;
 //! - [`macro@JsonSchema`]: the derive your own tool parameter types need;
 //! - [`Agent`]: the trait the macro implements, to write by hand if you prefer;
+//! - [`Session::tools`] / [`Session::call_tool`]: the agent's tools and those of the MCP
+//!   servers the editor gave the session, which the runtime connects (stdio always, streamable
+//!   HTTP with feature `mcp-http`, on by default); [`Session::mcp_status`] says which failed;
 //! - [`testing`]: an in-process editor to unit-test an agent with;
 //! - [`schema`]: the protocol's wire types, from the official schema crate.
 //!
@@ -50,9 +53,9 @@
 #![forbid(unsafe_code)]
 
 pub use acp_core::{
-    Agent, Error, Fs, Persist, Persisted, Prompt, Result, Server, Session, SessionSetup, Terminal,
-    Terminals, ToolCallBuilder, ToolCallGuard, ToolDef, ToolOutput, in_tool_call, schema, serve,
-    serve_stdio,
+    Agent, Error, Fs, McpPermission, McpState, McpStatus, Persist, Persisted, Prompt, Result,
+    Server, Session, SessionSetup, Terminal, Terminals, ToolCallBuilder, ToolCallGuard, ToolDef,
+    ToolOutput, in_tool_call, schema, serve, serve_stdio,
 };
 
 #[cfg(feature = "testing")]

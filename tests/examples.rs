@@ -615,3 +615,8 @@ async fn planner_without_fs_or_terminal_explains_it_cannot_read() {
 async fn bench_without_fs_or_terminal_answers_an_unknown_prompt_with_its_usage() {
     answers_without_fs_or_terminal("bench", "what can you do?", "`stream N`").await;
 }
+
+#[tokio::test]
+async fn mcp_without_fs_or_terminal_lists_its_own_tool() {
+    answers_without_fs_or_terminal("mcp", "tools", "say").await;
+}

@@ -9,7 +9,8 @@
 //!   `serve_stdio`, [`store::MemoryStore`], or any [`store::SessionStore`]);
 //! - [`Session`]: the per-session handle (updates, fs, terminals, permissions, cancellation);
 //! - [`ToolCallGuard`]: the low-level tool-call lifecycle; [`ToolDef`] / [`ToolOutput`]: tools
-//!   by name;
+//!   by name, the agent's own and those of the client's MCP servers ([`Session::tools`],
+//!   [`Session::call_tool`], [`Session::mcp_status`]);
 //! - [`Error`]: the one error type;
 //! - [`testing`]: a scripted client for tests, in process or over a child's pipes.
 //!
@@ -26,6 +27,7 @@
 //! | `turn` | one prompt turn: cancellation, grace, the end-of-turn sweep and answer |
 //! | `session` | [`Session`], fs, terminals, tool-call guards, per-session state, the registry |
 //! | `tools` | tool definitions and output, the tool-call lifecycle, calls by name, schemas |
+//! | `mcp` | the client's MCP servers: connected per session, their tools in the session's table, stopped with it |
 //! | `agent` | the [`Agent`] trait, [`Prompt`], [`SessionSetup`] |
 //! | `router` | the method table: method → capability gate → inline or spawned → handler; the history methods |
 //! | `serve` | [`Server`] and its limits and store: wiring it all together; shutdown |
@@ -40,6 +42,7 @@ pub mod __private;
 mod agent;
 mod error;
 mod jsonrpc;
+mod mcp;
 mod peer;
 mod protocol;
 mod router;
@@ -55,6 +58,7 @@ mod turn;
 
 pub use agent::{Agent, Prompt, SessionSetup};
 pub use error::{Error, Result};
+pub use mcp::{McpPermission, McpState, McpStatus};
 pub use serve::{Server, serve, serve_stdio};
 pub use session::{
     Fs, Persist, Persisted, Session, Terminal, Terminals, ToolCallBuilder, ToolCallGuard,

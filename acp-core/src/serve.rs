@@ -10,6 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tracing::{Instrument, debug, debug_span, warn};
 
 use crate::agent::Agent;
+use crate::mcp::{self, McpConfig, McpPermission};
 use crate::peer::{DEFAULT_MAX_IN_FLIGHT, Journal, Peer, read_loop, write_loop};
 use crate::router::Router;
 use crate::session::Connection;
@@ -23,6 +24,10 @@ use crate::{Error, Result};
 /// handlers' own wait ([`Router::shutdown`]): together well under a second, so an agent exits
 /// promptly even when the client stops reading its output but keeps it open.
 const DRAIN_WAIT: Duration = Duration::from_millis(300);
+
+/// How long the sessions' MCP servers get to stop when the connection ends, after which the
+/// rest are killed (dropping a server kills its process group).
+const MCP_STOP_WAIT: Duration = Duration::from_millis(300);
 
 /// Serves `agent` on the process's stdin and stdout until the client closes stdin, with the
 /// default limits and sessions recorded in the agent's default on-disk store ([`Server`] to
@@ -74,6 +79,8 @@ pub struct Server<A> {
     max_line: usize,
     max_in_flight: usize,
     store: Store,
+    mcp_timeout: Duration,
+    mcp_permission: McpPermission,
 }
 
 /// Where a server records its sessions.
@@ -90,6 +97,8 @@ impl<A> std::fmt::Debug for Server<A> {
             .field("max_line", &self.max_line)
             .field("max_in_flight", &self.max_in_flight)
             .field("recorded", &!matches!(self.store, Store::None))
+            .field("mcp_timeout", &self.mcp_timeout)
+            .field("mcp_permission", &self.mcp_permission)
             .finish_non_exhaustive()
     }
 }
@@ -102,7 +111,28 @@ impl<A: Agent> Server<A> {
             max_line: DEFAULT_MAX_LINE,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             store: Store::Default,
+            mcp_timeout: mcp::DEFAULT_TIMEOUT,
+            mcp_permission: McpPermission::default(),
         }
+    }
+
+    /// How long each of the client's MCP servers may take to start, complete the MCP
+    /// handshake and list its tools (default 10 s). Servers connect in the background: a
+    /// session is answered at once, and [`Session::tools`](crate::Session::tools) /
+    /// [`Session::call_tool`](crate::Session::call_tool) wait for the servers still starting,
+    /// at most this long. A server that takes longer is stopped and reported failed
+    /// ([`Session::mcp_status`](crate::Session::mcp_status)).
+    pub fn mcp_timeout(mut self, timeout: Duration) -> Self {
+        self.mcp_timeout = timeout;
+        self
+    }
+
+    /// When a call of an MCP tool asks the user first (default
+    /// [`McpPermission::UnlessReadOnly`]: ask unless the server annotates the tool
+    /// read-only).
+    pub fn mcp_permission(mut self, permission: McpPermission) -> Self {
+        self.mcp_permission = permission;
+        self
     }
 
     /// Records every session in `store` and answers `session/list`, `session/load` (the whole
@@ -178,6 +208,8 @@ impl<A: Agent> Server<A> {
             max_line,
             max_in_flight,
             store,
+            mcp_timeout,
+            mcp_permission,
         } = self;
         static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
         let span = debug_span!("acp", conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed));
@@ -188,6 +220,11 @@ impl<A: Agent> Server<A> {
         let (peer, queue) = Peer::new(writer, max_in_flight, Journal::new(store));
         let conn = Arc::new(Connection::new(peer.clone()));
         let agent = Arc::new(agent);
+        conn.extensions.insert(McpConfig {
+            timeout: mcp_timeout,
+            permission: mcp_permission,
+            client: agent.info(),
+        });
         conn.extensions.insert(Tools(agent.clone()));
         let writer_task = tokio::spawn(write_loop(queue, peer.clone()).instrument(span.clone()));
         let router = Router::new(agent, conn.clone());
@@ -200,19 +237,28 @@ impl<A: Agent> Server<A> {
         // stop is written — unless the client does not read it in time.
         peer.close();
         router.shutdown().await;
+        // While the last answers drain, the sessions' MCP servers stop (no orphan processes:
+        // one that does not stop in time is killed when its session is dropped below).
+        let sessions = conn.sessions.clear();
+        let stopping = futures_util::future::join_all(sessions.iter().map(|s| mcp::stop(s)));
+        let stopping = async {
+            if tokio::time::timeout(MCP_STOP_WAIT, stopping).await.is_err() {
+                warn!(parent: &span, "MCP servers did not stop in time; killed them");
+            }
+        };
         let mut writer_task = writer_task;
-        let drained = tokio::time::timeout(DRAIN_WAIT, async {
+        let drain = tokio::time::timeout(DRAIN_WAIT, async {
             peer.stop().await;
             (&mut writer_task).await
-        })
-        .await;
+        });
+        let (drained, ()) = tokio::join!(drain, stopping);
         let written = drained.unwrap_or_else(|_| {
             warn!(parent: &span, "the client did not read the last answers in time; dropped them");
             writer_task.abort();
             Ok(Ok(()))
         });
         // Free the sessions and what the connection holds of the agent, then the agent itself.
-        conn.sessions.clear();
+        drop(sessions);
         conn.extensions.clear();
         drop(router);
         debug!(parent: &span, "connection closed");

@@ -143,6 +143,7 @@ impl FuzzAgent {
                 "tools" => {
                     let names: Vec<String> = cx
                         .tools()
+                        .await
                         .into_iter()
                         .map(|t| t.name.into_owned())
                         .collect();

@@ -289,8 +289,12 @@ fn check_node() -> Result<(), String> {
 }
 
 fn install_node_deps() -> Result<PathBuf, String> {
+    install_npm(ts_dir())
+}
+
+/// `npm ci` in `dir` unless its node_modules already matches its package-lock.json.
+fn install_npm(dir: PathBuf) -> Result<PathBuf, String> {
     check_node()?;
-    let dir = ts_dir();
     let lock = fs::read(dir.join("package-lock.json"))
         .map_err(|e| format!("reading {}/package-lock.json: {e}", dir.display()))?;
     let marker = dir.join("node_modules").join(NODE_MARKER);
@@ -323,6 +327,21 @@ pub fn ensure_node_deps() -> PathBuf {
     match ONCE.get_or_init(install_node_deps) {
         Ok(p) => p.clone(),
         Err(e) => panic!("cannot prepare the TypeScript interop harness:\n{e}"),
+    }
+}
+
+/// The real MCP servers the MCP tests connect to, pinned by tests/mcp/package-lock.json.
+pub fn mcp_dir() -> PathBuf {
+    package_root().join("tests").join("mcp")
+}
+
+/// Make sure tests/mcp/node_modules matches package-lock.json (`npm ci`, as .ci/run does);
+/// returns the directory.
+pub fn ensure_mcp_servers() -> PathBuf {
+    static ONCE: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    match ONCE.get_or_init(|| install_npm(mcp_dir())) {
+        Ok(p) => p.clone(),
+        Err(e) => panic!("cannot install the MCP servers the tests connect to:\n{e}"),
     }
 }
 

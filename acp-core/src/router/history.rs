@@ -126,9 +126,11 @@ pub(super) fn reopen<A: Agent>(
         // A session open on this connection already is replaced (its turn cancelled).
         if let Some(open) = conn.sessions.remove(&session_id) {
             open.cancel_turn();
+            tokio::spawn(async move { crate::mcp::stop(&open).await });
         }
         let state = SessionState::new(&conn, session_id, roots, mcp_servers);
         state.persisted.restore(values);
+        super::routes::connect_mcp(&*agent, &state);
         continue_tool_call_ids(&state, &records);
         if replay {
             for (_, record) in &records {

@@ -12,6 +12,7 @@ use tracing::{Instrument, debug, debug_span};
 use super::{Handler, NotificationRoute, Route, Router, history, params};
 use crate::agent::{Agent, Prompt, SessionSetup};
 use crate::jsonrpc;
+use crate::mcp;
 use crate::peer::Frame;
 use crate::protocol::{methods, v1};
 use crate::schema::{self, ErrorCode, ProtocolVersion, RequestId};
@@ -133,6 +134,7 @@ fn initialize<A: Agent>(
     // What the runtime answers for every agent, beside what the agent advertises.
     let mut capabilities = r.agent.capabilities();
     capabilities.session_capabilities.close = Some(schema::SessionCloseCapabilities::new());
+    capabilities.mcp_capabilities = mcp::capabilities();
     if r.store().is_some() {
         capabilities.load_session = true;
         let sessions = &mut capabilities.session_capabilities;
@@ -180,6 +182,7 @@ fn new_session<A: Agent>(
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
     Ok(Box::pin(async move {
         let state = SessionState::new(&conn, registry::fresh_id(), roots, req.mcp_servers);
+        connect_mcp(&*agent, &state);
         let setup = agent.new_session(&Session::new(state.clone(), None)).await;
         open_session(&conn, &id, state, setup, |s, setup| {
             schema::NewSessionResponse::new(s.id.clone())
@@ -210,6 +213,7 @@ fn load_session<A: Agent>(
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
     Ok(Box::pin(async move {
         let state = SessionState::new(&conn, req.session_id, roots, req.mcp_servers);
+        connect_mcp(&*agent, &state);
         let setup = agent.load_session(&Session::new(state.clone(), None)).await;
         open_session(&conn, &id, state, setup, |_, setup| {
             schema::LoadSessionResponse::new()
@@ -218,6 +222,17 @@ fn load_session<A: Agent>(
         })
         .await;
     }))
+}
+
+/// Starts connecting the session's MCP servers in the background (their tools named around
+/// the agent's own).
+pub(super) fn connect_mcp<A: Agent>(agent: &A, state: &Arc<SessionState>) {
+    let reserved = agent
+        .tools()
+        .into_iter()
+        .map(|t| t.name.into_owned())
+        .collect();
+    mcp::attach(state, reserved);
 }
 
 /// Answers a `session/new` or `session/load` from the author's setup: the session is started
@@ -353,8 +368,9 @@ fn authenticate<A: Agent>(
     }))
 }
 
-/// `session/close`: cancels the session's running turn (which still answers, `cancelled`)
-/// and forgets the session: its memory is freed once the turn has wound down.
+/// `session/close`: cancels the session's running turn (which still answers, `cancelled`),
+/// stops its MCP servers, and forgets the session: its memory is freed once the turn has
+/// wound down.
 fn close_session<A: Agent>(
     r: &Router<A>,
     id: &RequestId,
@@ -368,6 +384,11 @@ fn close_session<A: Agent>(
         .ok_or_else(|| schema::Error::session_not_found(req.session_id.clone()))?;
     debug!(session = %session.id, "session closed");
     session.cancel_turn();
+    // After the turn's grace, so that an MCP call it was making can tell its server.
+    tokio::spawn(async move {
+        tokio::time::sleep(turn::CANCEL_GRACE).await;
+        mcp::stop(&session).await;
+    });
     Ok(jsonrpc::encode_result(
         id,
         &schema::CloseSessionResponse::new(),

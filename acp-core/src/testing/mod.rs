@@ -312,8 +312,28 @@ impl TestClient {
 
     /// Creates a session (`session/new`) in the configured cwd.
     pub async fn new_session(&self) -> Result<TestSession<'_>> {
+        self.new_session_with_mcp(Vec::new()).await
+    }
+
+    /// Creates a session (`session/new`) in the configured cwd, giving the agent these MCP
+    /// servers to connect (`mcpServers`).
+    ///
+    /// ```no_run
+    /// # async fn demo(client: &acp_core::testing::TestClient) -> acp_core::Result<()> {
+    /// use acp_core::schema::{McpServer, McpServerStdio};
+    /// let server = McpServer::Stdio(McpServerStdio::new("files", "mcp-server-filesystem").args(vec![".".into()]));
+    /// let session = client.new_session_with_mcp(vec![server]).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn new_session_with_mcp(
+        &self,
+        servers: Vec<crate::schema::McpServer>,
+    ) -> Result<TestSession<'_>> {
         let answer = self
-            .request("session/new", json!({"cwd": self.cwd, "mcpServers": []}))
+            .request(
+                "session/new",
+                json!({"cwd": self.cwd, "mcpServers": servers}),
+            )
             .await?;
         let id: SessionId = serde_json::from_value(answer["sessionId"].clone())?;
         Ok(TestSession {

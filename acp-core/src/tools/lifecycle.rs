@@ -137,18 +137,29 @@ async fn permission(
     raw: serde_json::Value,
     paths: &[PathBuf],
 ) -> Result<()> {
-    let key = spec.permission_key();
-    match cx.remembered_permission(&key) {
-        Some(true) => return Ok(()),
-        Some(false) => return Err(Error::PermissionDenied),
-        None => {}
-    }
     let mut fields = ToolCallUpdateFields::new()
         .title(render_title(spec.title, &raw))
         .kind(spec.kind)
         .raw_input(raw);
     if !paths.is_empty() {
         fields = fields.locations(locations(cx, paths));
+    }
+    ask_permission(cx, spec.permission_key(), call, fields).await
+}
+
+/// Asks the user whether tool call `call` (shown with `fields`) may run, or recalls the
+/// "always" answer remembered under `key`; `Ok` means it may. Shared by every kind of tool
+/// (the agent's own, the client's MCP servers').
+pub(crate) async fn ask_permission(
+    cx: &Session,
+    key: String,
+    call: &ToolCallGuard,
+    fields: ToolCallUpdateFields,
+) -> Result<()> {
+    match cx.remembered_permission(&key) {
+        Some(true) => return Ok(()),
+        Some(false) => return Err(Error::PermissionDenied),
+        None => {}
     }
     let options = vec![
         PermissionOption::new(ALLOW_ONCE, "Allow", PermissionOptionKind::AllowOnce),

@@ -20,9 +20,9 @@ use serde::Serialize;
 
 pub use output::{IntoToolOutput, Json, ToolLocations, ToolOutput};
 
+use crate::Result;
 use crate::schema::ToolKind;
 use crate::session::Session;
-use crate::{Error, Result};
 
 /// One tool an agent offers: what a model needs to pick it, and how the client shows it.
 ///
@@ -30,8 +30,8 @@ use crate::{Error, Result};
 /// tool (rename `input_schema` to `parameters` for APIs that want that):
 ///
 /// ```
-/// # fn demo(cx: &acp_core::Session) -> serde_json::Result<()> {
-/// let tools = serde_json::to_value(cx.tools())?;
+/// # async fn demo(cx: &acp_core::Session) -> serde_json::Result<()> {
+/// let tools = serde_json::to_value(cx.tools().await)?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -78,6 +78,25 @@ pub(crate) trait ToolHost: Send + Sync {
 /// The connection extension holding the agent's [`ToolHost`].
 pub(crate) struct Tools(pub Arc<dyn ToolHost>);
 
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Tools one session has beside the agent's own: those of the client's MCP servers. A layer
+/// above this one (`mcp`) provides them; sessions reach them through [`SessionTools`].
+pub(crate) trait ExtraTools: Send + Sync {
+    /// Their definitions, once the sources still starting are ready (or gave up).
+    fn tools(&self) -> BoxFuture<'_, Vec<ToolDef>>;
+    /// Runs the tool `name` through the tool-call lifecycle; `None` if none has that name.
+    fn call_tool<'a>(
+        &'a self,
+        cx: &'a Session,
+        name: &'a str,
+        args: serde_json::Value,
+    ) -> BoxFuture<'a, Option<Result<ToolOutput>>>;
+}
+
+/// The per-session value holding a session's [`ExtraTools`].
+pub(crate) struct SessionTools(pub Arc<dyn ExtraTools>);
+
 impl Session {
     fn tool_host(&self) -> Option<Arc<dyn ToolHost>> {
         self.connection()
@@ -86,19 +105,55 @@ impl Session {
             .map(|t| t.0.clone())
     }
 
-    /// Runs one of the agent's `#[acp::tool]` methods by name with JSON arguments, through
-    /// the same lifecycle as a typed call (tool call shown, permission asked if the tool's
-    /// policy says so, status updates). Bad arguments fail with [`Error::InvalidParams`]
-    /// describing what is wrong, ready to hand back to a model.
-    pub async fn call_tool(&self, name: &str, args: serde_json::Value) -> Result<ToolOutput> {
-        match self.tool_host() {
-            Some(host) => host.call_tool(self, name, args).await,
-            None => Err(Error::InvalidParams(format!("no tool named `{name}`"))),
-        }
+    fn extra_tools(&self) -> Option<Arc<dyn ExtraTools>> {
+        self.state.values.get::<SessionTools>().map(|t| t.0.clone())
     }
 
-    /// The agent's tool definitions (see [`Agent::tools`](crate::Agent::tools)).
-    pub fn tools(&self) -> Vec<ToolDef> {
-        self.tool_host().map(|h| h.tools()).unwrap_or_default()
+    /// Runs a tool by name with JSON arguments: one of the agent's `#[acp::tool]` methods,
+    /// or a tool of one of the client's MCP servers, through the same lifecycle as a typed
+    /// call (tool call shown, permission asked if the tool's policy says so, status
+    /// updates). Bad arguments fail with [`Error::InvalidParams`](crate::Error::InvalidParams)
+    /// describing what is wrong, ready to hand back to a model; an unknown name too, listing
+    /// the session's tools. MCP tools wait for their servers to finish starting (bounded by
+    /// [`Server::mcp_timeout`](crate::Server::mcp_timeout)).
+    pub async fn call_tool(&self, name: &str, args: serde_json::Value) -> Result<ToolOutput> {
+        let host = self.tool_host();
+        let Some(extra) = self.extra_tools() else {
+            // No MCP servers: every name is the agent's to answer.
+            return match host {
+                Some(host) => host.call_tool(self, name, args).await,
+                None => Err(by_name::unknown_tool(name, &[])),
+            };
+        };
+        // The agent's own tools keep their names; MCP tools were named around them.
+        if let Some(host) = &host
+            && host.tools().iter().any(|t| t.name == name)
+        {
+            return host.call_tool(self, name, args).await;
+        }
+        if let Some(result) = extra.call_tool(self, name, args).await {
+            return result;
+        }
+        let names: Vec<String> = self
+            .tools()
+            .await
+            .into_iter()
+            .map(|t| t.name.into_owned())
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        Err(by_name::unknown_tool(name, &names))
+    }
+
+    /// Every tool a model may call in this session: the agent's own (see
+    /// [`Agent::tools`](crate::Agent::tools)), then those of the client's MCP servers, each
+    /// under a name unique in the session. Waits for the MCP servers still starting (bounded
+    /// by [`Server::mcp_timeout`](crate::Server::mcp_timeout)); servers that failed are left
+    /// out (see [`Session::mcp_status`]).
+    pub async fn tools(&self) -> Vec<ToolDef> {
+        let mut tools = self.tool_host().map(|h| h.tools()).unwrap_or_default();
+        if let Some(extra) = self.extra_tools() {
+            tools.extend(extra.tools().await);
+        }
+        tools
     }
 }

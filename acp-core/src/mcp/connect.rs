@@ -1,0 +1,222 @@
+//! Connecting one MCP server the client named: a child process over stdio (in the session's
+//! cwd, with its configured env, in a process group of its own so that everything it starts
+//! is stopped with it), or streamable HTTP (feature `mcp-http`); the MCP handshake and the
+//! list of its tools; and stopping it again (stdin closed, a short wait, then the whole
+//! process group killed and reaped).
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool};
+use rmcp::service::{Peer, RoleClient, RunningService, serve_client};
+use tokio::process::{Child, Command};
+use tracing::{debug, warn};
+
+use crate::schema::McpServer;
+
+/// How long a stdio server gets to exit on its own once its stdin is closed, before it is
+/// killed.
+const EXIT_WAIT: Duration = Duration::from_millis(100);
+
+/// One connected server.
+pub(crate) struct Live {
+    /// Requests to the server.
+    pub peer: Peer<RoleClient>,
+    /// Its tools, as it listed them.
+    pub tools: Vec<Tool>,
+    service: tokio::sync::Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
+    child: Mutex<Option<ChildGuard>>,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live")
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The name the client gave a server.
+pub(crate) fn name(server: &McpServer) -> String {
+    match server {
+        McpServer::Stdio(s) => s.name.clone(),
+        McpServer::Http(s) => s.name.clone(),
+        McpServer::Sse(s) => s.name.clone(),
+        _ => "mcp".to_owned(),
+    }
+}
+
+/// Connects `server`, completes the MCP handshake as `client` (the agent's `agentInfo`), and
+/// lists its tools.
+pub(crate) async fn connect(
+    server: &McpServer,
+    cwd: &Path,
+    client: &crate::schema::Implementation,
+) -> Result<Live, String> {
+    let mut info = Implementation::new(client.name.clone(), client.version.clone());
+    info.title = client.title.clone();
+    let config = ClientConfig::new(ClientCapabilities::default(), info);
+    match server {
+        McpServer::Stdio(s) => {
+            let mut command = Command::new(&s.command);
+            command
+                .args(&s.args)
+                .envs(s.env.iter().map(|v| (&v.name, &v.value)))
+                .current_dir(cwd)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                // The server's log goes where the agent's does; never to the protocol's stdout.
+                .stderr(Stdio::inherit())
+                .kill_on_drop(true);
+            #[cfg(unix)]
+            command.process_group(0);
+            let mut child = command
+                .spawn()
+                .map_err(|e| format!("could not start `{}`: {e}", s.command.display()))?;
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err("the server's pipes were not created".to_owned());
+            };
+            // From here on the guard kills the process (group) if anything below fails or
+            // this future is dropped (a timeout, the session closing).
+            let guard = ChildGuard::new(child);
+            debug!(server = %s.name, pid = ?guard.pid, "started MCP server");
+            let service = serve_client(config, (stdout, stdin))
+                .await
+                .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+            finish(service, Some(guard)).await
+        }
+        #[cfg(feature = "mcp-http")]
+        McpServer::Http(h) => {
+            use rmcp::transport::StreamableHttpClientTransport;
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let mut headers = std::collections::HashMap::new();
+            for header in &h.headers {
+                let name = http::HeaderName::from_bytes(header.name.as_bytes())
+                    .map_err(|e| format!("bad header name `{}`: {e}", header.name))?;
+                let value = http::HeaderValue::from_str(&header.value)
+                    .map_err(|e| format!("bad value for header `{}`: {e}", header.name))?;
+                headers.insert(name, value);
+            }
+            let transport = StreamableHttpClientTransport::from_config(
+                StreamableHttpClientTransportConfig::with_uri(h.url.as_str())
+                    .custom_headers(headers),
+            );
+            let service = serve_client(config, transport)
+                .await
+                .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+            finish(service, None).await
+        }
+        #[cfg(not(feature = "mcp-http"))]
+        McpServer::Http(_) => Err(
+            "HTTP MCP servers are not supported by this agent (built without `mcp-http`)".into(),
+        ),
+        McpServer::Sse(_) => Err("SSE MCP servers are not supported by this agent".to_owned()),
+        _ => Err("this kind of MCP server is not supported by this agent".to_owned()),
+    }
+}
+
+async fn finish(
+    service: RunningService<RoleClient, ClientConfig>,
+    child: Option<ChildGuard>,
+) -> Result<Live, String> {
+    let tools = match service.peer().list_all_tools().await {
+        Ok(tools) => tools,
+        Err(e) => {
+            // A server without tools may not implement `tools/list` at all.
+            debug!("tools/list failed: {e}");
+            if service
+                .peer()
+                .peer_info()
+                .is_some_and(|i| i.capabilities.tools.is_some())
+            {
+                return Err(format!("listing its tools failed: {e}"));
+            }
+            Vec::new()
+        }
+    };
+    Ok(Live {
+        peer: service.peer().clone(),
+        tools,
+        service: tokio::sync::Mutex::new(Some(service)),
+        child: Mutex::new(child),
+    })
+}
+
+impl Live {
+    /// Stops the server: the MCP session is closed (stdin closed for stdio servers), the
+    /// process gets a moment to exit, then its whole process group is killed and reaped.
+    pub(crate) async fn stop(&self) {
+        if let Some(mut service) = self.service.lock().await.take() {
+            let _ = service.close_with_timeout(EXIT_WAIT).await;
+        }
+        let child = self.child.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(mut child) = child {
+            child.stop().await;
+        }
+    }
+}
+
+/// A stdio server's process: killed with its process group when dropped, whatever else
+/// happens (a guard, not a courtesy: the agent must leave no orphan).
+struct ChildGuard {
+    child: Option<Child>,
+    pid: Option<u32>,
+}
+
+impl ChildGuard {
+    fn new(child: Child) -> Self {
+        let pid = child.id();
+        ChildGuard {
+            child: Some(child),
+            pid,
+        }
+    }
+
+    /// Waits a moment for the process to exit on its own (its stdin is closed), then kills its
+    /// group, and reaps it.
+    async fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        match tokio::time::timeout(EXIT_WAIT, child.wait()).await {
+            Ok(Ok(status)) => debug!(pid = ?self.pid, %status, "MCP server exited"),
+            _ => {
+                kill_group(self.pid);
+                let _ = child.start_kill();
+                if let Err(e) = child.wait().await {
+                    warn!(pid = ?self.pid, "could not reap an MCP server: {e}");
+                }
+                debug!(pid = ?self.pid, "MCP server killed");
+            }
+        }
+        // Whatever the server itself started in its group goes too.
+        kill_group(self.pid);
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            kill_group(self.pid);
+            // `kill_on_drop` would do it too; this also works outside a runtime.
+            let _ = child.start_kill();
+        }
+    }
+}
+
+/// Kills the process group `pid` leads (stdio servers are started as group leaders).
+#[cfg(unix)]
+fn kill_group(pid: Option<u32>) {
+    use rustix::process::{Pid, Signal, kill_process_group};
+    if let Some(pid) = pid
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(Pid::from_raw)
+    {
+        let _ = kill_process_group(pid, Signal::KILL);
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_pid: Option<u32>) {}
