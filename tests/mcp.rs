@@ -728,3 +728,41 @@ async fn the_model_example_hands_mcp_tools_to_its_model() {
     assert!(said(&frames).contains("42"), "{}", said(&frames));
     client.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_given_on_load_and_resume_are_connected_too() {
+    let cwd = workspace();
+    let tag = tag();
+    let client = spawn_example(&cwd, PermissionPolicy::AllowOnce).await;
+    let session = client.new_session().await.unwrap();
+    let id = session.id().clone();
+    session.close().await.unwrap();
+    for method in ["session/resume", "session/load"] {
+        client
+            .request(
+                method,
+                json!({"sessionId": id, "cwd": cwd, "mcpServers": [everything("everything", &tag)]}),
+            )
+            .await
+            .unwrap();
+        let (_, frames) = prompt(&client, &id, "status").await;
+        assert!(
+            said(&frames).starts_with("everything: connected ("),
+            "{method}: {}",
+            said(&frames)
+        );
+        let (_, frames) = prompt(&client, &id, "tools").await;
+        assert!(
+            said(&frames).lines().any(|l| l == "echo"),
+            "{method}: {}",
+            said(&frames)
+        );
+        client
+            .request("session/close", json!({"sessionId": id}))
+            .await
+            .unwrap();
+    }
+    #[cfg(target_os = "linux")]
+    assert_eq!(gone(&tag, Duration::from_secs(3)).await, Vec::<u32>::new());
+    client.close().await.unwrap();
+}
