@@ -11,7 +11,7 @@ use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use crate::peer::{Frame, Journaled, Peer, Sequence};
+use crate::peer::{Frame, Peer, Sequence, turn_ended};
 use crate::protocol::v1;
 use crate::schema::{SessionId, StopReason, ToolCallId};
 use crate::{Error, Result};
@@ -80,10 +80,11 @@ impl Turn {
             "the turn ended before this tool call finished"
         };
         for call in open {
-            let (bytes, update) = v1::tool_call_failed(session, &call, message);
-            let frame = Frame::new(bytes, Some(self.sequence.clone()))
-                .recorded(peer.journal.update(session, &update));
-            let _ = peer.send(frame).await;
+            let update = v1::tool_call_failed(&call, message);
+            if let Ok((bytes, record)) = peer.journal.session_update(session, &update) {
+                let frame = Frame::new(bytes, Some(self.sequence.clone())).recorded(record);
+                let _ = peer.send(frame).await;
+            }
         }
         self.closing.store(true, Ordering::Release);
         debug!(cancelled, ok = outcome.is_ok(), "turn finished");
@@ -92,11 +93,11 @@ impl Turn {
         // recorded beside the answer rather than ahead of it, so that the answer (and a
         // cancel's latency) never waits on the store.
         if let (Some(store), Some(stop)) = (peer.journal.store(), stop)
-            && let Some(ended) = Journaled::turn_ended(session, &stop)
+            && let Some(ended) = turn_ended(&stop)
         {
-            let store = store.clone();
+            let (store, session) = (store.clone(), session.clone());
             tokio::spawn(async move {
-                if let Err(e) = store.append(&ended.session, &[ended.record]).await {
+                if let Err(e) = store.append(&session, &[ended]).await {
                     debug!("could not record the end of a turn: {e}");
                 }
             });

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use acp_core::Error;
 use acp_core::schema::SessionId;
-use acp_core::store::{Cursor, Record, SessionStore, StoredSession};
+use acp_core::store::{Batch, Cursor, Record, SessionStore, StoredSession};
 use serde_json::json;
 
 type Store = Arc<dyn SessionStore>;
@@ -53,6 +53,7 @@ contract!(
     state_is_put_replaced_and_read_per_session,
     unknown_sessions_have_nothing_and_take_nothing,
     cursors_are_never_reused_after_deletions,
+    a_batch_appends_what_append_does,
 );
 
 fn sid(id: &str) -> SessionId {
@@ -196,6 +197,23 @@ async fn append_keeps_order_and_returns_increasing_cursors(store: Store) {
     assert_eq!(get(&store, "a").await, before);
     save(&store, "empty", "/p").await;
     assert_eq!(store.append(&sid("empty"), &[]).await.unwrap(), 0);
+}
+
+async fn a_batch_appends_what_append_does(store: Store) {
+    save(&store, "a", "/w").await;
+    let mut batch = Batch::new();
+    for record in [chunk("one"), ended(), chunk("two\nlines")] {
+        batch.push(&record).unwrap();
+    }
+    let last = store.append_batch(&sid("a"), batch).await.unwrap();
+    let got = store.records(&sid("a"), None).await.unwrap();
+    assert_eq!(got.last().map(|(c, _)| *c), Some(last));
+    let records: Vec<Record> = got.into_iter().map(|(_, r)| r).collect();
+    assert_eq!(records, vec![chunk("one"), ended(), chunk("two\nlines")]);
+    let empty = store.append_batch(&sid("a"), Batch::new()).await.unwrap();
+    assert_eq!(empty, last, "an empty batch changes nothing");
+    let unknown = store.append_batch(&sid("nobody"), Batch::new()).await;
+    assert!(unknown.unwrap_err().is_not_found());
 }
 
 async fn records_after_a_cursor_are_the_ones_after_it(store: Store) {

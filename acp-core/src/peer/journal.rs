@@ -5,38 +5,28 @@
 //! The writer hands over a whole batch of queued frames at once (one transaction per session
 //! in the batch): recording costs one store round trip per batch, not per frame.
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{Frame, FrameKind, Sequence};
 use crate::protocol::v1;
-use crate::schema::{SessionId, SessionNotification, SessionUpdate, StopReason};
-use crate::store::{Record, SessionStore};
+use crate::schema::{SessionId, SessionUpdate, StopReason};
+use crate::store::{Batch, Record, SessionStore};
 
-/// One record of a session, riding on the frame that shows it to the client.
+/// The record a frame carries: the `session/update` it is, of `session`, whose update's JSON
+/// text is `frame.bytes[update]` (recorded as it is: no second serialization, no copy until
+/// the batch is committed).
 #[derive(Debug)]
 pub(crate) struct Journaled {
     pub session: SessionId,
-    pub record: Record,
+    pub update: Range<usize>,
 }
 
-impl Journaled {
-    /// `update`, sent to the client as a `session/update` of `session`.
-    pub fn update(session: &SessionId, update: &SessionUpdate) -> Option<Journaled> {
-        Some(Journaled {
-            session: session.clone(),
-            record: Record::update(update).ok()?,
-        })
-    }
-
-    /// A prompt turn of `session` ended with `stop_reason`.
-    pub fn turn_ended(session: &SessionId, stop_reason: &StopReason) -> Option<Journaled> {
-        let stop_reason = serde_json::to_value(stop_reason).ok()?.as_str()?.to_owned();
-        Some(Journaled {
-            session: session.clone(),
-            record: Record::TurnEnded { stop_reason },
-        })
-    }
+/// The record of a prompt turn of `session` ending with `stop_reason`.
+pub(crate) fn turn_ended(stop_reason: &StopReason) -> Option<Record> {
+    let stop_reason = serde_json::to_value(stop_reason).ok()?.as_str()?.to_owned();
+    Some(Record::TurnEnded { stop_reason })
 }
 
 /// The connection's session store, as the writer sees it; none: nothing is recorded.
@@ -74,32 +64,19 @@ impl Journal {
         self.store.is_some()
     }
 
-    /// The record of `update` to `session`, when sessions are recorded.
-    pub fn update(&self, session: &SessionId, update: &SessionUpdate) -> Option<Journaled> {
-        self.is_recording()
-            .then(|| Journaled::update(session, update))
-            .flatten()
-    }
-
     /// The `session/update` frame's bytes for `update` of `session`, and its record when
-    /// sessions are recorded: the update is serialized once, into the record, and the frame
-    /// is built around that text.
+    /// sessions are recorded (the update's text inside the frame).
     pub fn session_update(
         &self,
         session: &SessionId,
-        update: SessionUpdate,
+        update: &SessionUpdate,
     ) -> crate::Result<(Vec<u8>, Option<Journaled>)> {
-        if !self.is_recording() {
-            let notification = SessionNotification::new(session.clone(), update);
-            return Ok((v1::update(&notification)?, None));
-        }
-        let update = serde_json::value::to_raw_value(&update)?;
-        let bytes = v1::raw_update(session, &update)?;
-        let record = Journaled {
+        let (bytes, update) = v1::session_update_located(session, update)?;
+        let record = self.is_recording().then(|| Journaled {
             session: session.clone(),
-            record: Record::Update { update },
-        };
-        Ok((bytes, Some(record)))
+            update,
+        });
+        Ok((bytes, record))
     }
 
     /// Commits the records of `batch` (those of frames that will be written), grouped into one
@@ -114,7 +91,7 @@ impl Journal {
         };
         // Taken out first (the frames are written without them), grouped into runs of one
         // session each.
-        let mut runs: Vec<(SessionId, Vec<Record>)> = Vec::new();
+        let mut runs: Vec<(SessionId, Batch)> = Vec::new();
         for frame in batch.iter_mut() {
             if let Some(sequence) = frame.sequence.as_ref() {
                 let ended = sequence.has_ended() || ending.iter().any(|e| Arc::ptr_eq(e, sequence));
@@ -126,17 +103,28 @@ impl Journal {
                     continue;
                 }
             }
-            let Some(journaled) = frame.record.take() else {
+            let Some(Journaled { session, update }) = frame.record.take() else {
                 continue;
             };
-            let Journaled { session, record } = *journaled;
+            // The frame's bytes are serde_json's output: UTF-8, the update compact JSON.
+            let Some(text) = frame
+                .bytes
+                .get(update)
+                .and_then(|b| std::str::from_utf8(b).ok())
+            else {
+                continue;
+            };
             match runs.last_mut() {
-                Some((last, run)) if *last == session => run.push(record),
-                _ => runs.push((session, vec![record])),
+                Some((last, run)) if *last == session => run.push_update_json(text),
+                _ => {
+                    let mut run = Batch::new();
+                    run.push_update_json(text);
+                    runs.push((session, run));
+                }
             }
         }
         for (session, run) in runs {
-            if let Err(e) = store.append(&session, &run).await
+            if let Err(e) = store.append_batch(&session, run).await
                 && !self.failed.swap(true, Ordering::AcqRel)
             {
                 tracing::error!(

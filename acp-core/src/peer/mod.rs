@@ -19,7 +19,7 @@ use crate::jsonrpc::{self, Answer, Failed, Pending};
 use crate::schema::{self, RequestId};
 use crate::{Error, Result};
 
-pub(crate) use journal::{Journal, Journaled};
+pub(crate) use journal::{Journal, Journaled, turn_ended};
 pub(crate) use reader::{Dispatch, read_loop};
 pub(crate) use writer::write_loop;
 
@@ -89,7 +89,7 @@ pub(crate) struct Frame {
     pub sequence: Option<Arc<Sequence>>,
     pub kind: FrameKind,
     /// What the session store keeps of this frame, committed before it is written.
-    pub record: Option<Box<Journaled>>,
+    pub record: Option<Journaled>,
 }
 
 impl Frame {
@@ -105,7 +105,7 @@ impl Frame {
 
     /// The same frame, recorded in the session store (if there is one) before it is written.
     pub fn recorded(mut self, record: Option<Journaled>) -> Self {
-        self.record = record.map(Box::new);
+        self.record = record;
         self
     }
 

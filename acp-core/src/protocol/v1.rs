@@ -25,6 +25,26 @@ pub(crate) fn session_update(session: &SessionId, update: SessionUpdate) -> Resu
     self::update(&SessionNotification::new(session.clone(), update))
 }
 
+/// A `session/update` carrying `update` for `session`, and where the update's JSON text is in
+/// the frame (for the session store, which keeps that text: see `peer::journal`). The same
+/// bytes as [`session_update`] makes.
+pub(crate) fn session_update_located(
+    session: &SessionId,
+    update: &SessionUpdate,
+) -> Result<(Vec<u8>, std::ops::Range<usize>)> {
+    let mut bytes = Vec::with_capacity(192);
+    bytes.extend_from_slice(br#"{"jsonrpc":"2.0","method":""#);
+    bytes.extend_from_slice(methods::SESSION_UPDATE.as_bytes());
+    bytes.extend_from_slice(br#"","params":{"sessionId":"#);
+    serde_json::to_writer(&mut bytes, session)?;
+    bytes.extend_from_slice(br#","update":"#);
+    let start = bytes.len();
+    serde_json::to_writer(&mut bytes, update)?;
+    let end = bytes.len();
+    bytes.extend_from_slice(b"}}\n");
+    Ok((bytes, start..end))
+}
+
 /// A `session/update` carrying `update` (already JSON) for `session`: the same frame as
 /// [`session_update`] makes, around text serialized once.
 pub(crate) fn raw_update(session: &SessionId, update: &RawValue) -> Result<Vec<u8>> {
@@ -48,18 +68,9 @@ pub(crate) fn failed_fields(message: &str) -> ToolCallUpdateFields {
         .content(vec![message.into()])
 }
 
-/// A `tool_call_update` reporting `call` of `session` failed with `message`: the frame, and
-/// the update (to record).
-pub(crate) fn tool_call_failed(
-    session: &SessionId,
-    call: &ToolCallId,
-    message: &str,
-) -> (Vec<u8>, SessionUpdate) {
-    let update =
-        SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call.clone(), failed_fields(message)));
-    // Made of ids and a string only: it always serializes.
-    let bytes = session_update(session, update.clone()).unwrap_or_default();
-    (bytes, update)
+/// A `tool_call_update` reporting `call` failed with `message`.
+pub(crate) fn tool_call_failed(call: &ToolCallId, message: &str) -> SessionUpdate {
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(call.clone(), failed_fields(message)))
 }
 
 /// The answer to the `session/prompt` request `id`, from how the turn ended.
@@ -94,5 +105,21 @@ pub(crate) fn answer<T: Serialize>(id: &RequestId, result: Result<T>) -> Vec<u8>
     match result {
         Ok(value) => jsonrpc::encode_result(id, &value),
         Err(e) => jsonrpc::encode_error(id, &e.to_rpc()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::ContentChunk;
+
+    #[test]
+    fn a_located_update_is_the_same_frame_and_its_range_is_the_update() {
+        let session = SessionId::new("sess \"quoted\"");
+        let update = SessionUpdate::AgentMessageChunk(ContentChunk::new("a\nb \"c\"".into()));
+        let (bytes, range) = session_update_located(&session, &update).unwrap();
+        assert_eq!(bytes, session_update(&session, update.clone()).unwrap());
+        let text = std::str::from_utf8(&bytes[range]).unwrap();
+        assert_eq!(text, serde_json::to_string(&update).unwrap());
     }
 }

@@ -12,7 +12,7 @@ use tracing::{debug, warn};
 use super::routes::{answer, open_session};
 use super::{Router, params};
 use crate::agent::{Agent, SessionSetup};
-use crate::peer::{Frame, Journaled};
+use crate::peer::Frame;
 use crate::protocol::{methods, v1};
 use crate::schema::{self, ContentBlock, ContentChunk, RequestId, SessionId, SessionUpdate};
 use crate::session::roots::Roots;
@@ -63,7 +63,7 @@ pub(super) async fn record_prompt(conn: &Connection, session: &SessionId, blocks
         .iter()
         .filter_map(|block| {
             let update = SessionUpdate::UserMessageChunk(ContentChunk::new(block.clone()));
-            Journaled::update(session, &update).map(|j| j.record)
+            Record::update(&update).ok()
         })
         .collect();
     if let Err(e) = store.append(session, &records).await {

@@ -171,7 +171,7 @@ impl Session {
             },
             _ => None,
         };
-        let (bytes, record) = journal.session_update(&self.state.id, update)?;
+        let (bytes, record) = journal.session_update(&self.state.id, &update)?;
         self.send_update(bytes, record).await?;
         if let (Some(title), Some(store)) = (title, journal.store())
             && let Err(e) = store.set_title(&self.state.id, title.as_deref()).await

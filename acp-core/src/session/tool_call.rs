@@ -213,9 +213,12 @@ impl Drop for ToolCallGuard {
         };
         // If the queue is full, the end-of-turn sweep reports it instead.
         let peer = &self.cx.state.conn.peer;
-        let (bytes, update) = v1::tool_call_failed(self.cx.id(), &self.id, message);
-        let frame = Frame::new(bytes, self.cx.turn.as_ref().map(|t| t.sequence.clone()))
-            .recorded(peer.journal.update(self.cx.id(), &update));
+        let update = v1::tool_call_failed(&self.id, message);
+        let Ok((bytes, record)) = peer.journal.session_update(self.cx.id(), &update) else {
+            return;
+        };
+        let frame =
+            Frame::new(bytes, self.cx.turn.as_ref().map(|t| t.sequence.clone())).recorded(record);
         if peer.try_send(frame) {
             self.forget();
         }

@@ -163,6 +163,87 @@ impl<'de> serde::Deserialize<'de> for Record {
     }
 }
 
+/// Records already encoded the way stores keep them: one JSON line each, as [`Record`]
+/// serializes. The runtime hands the store a batch at a time ([`SessionStore::append_batch`]),
+/// built straight from the frames it sends, so recording an update costs one copy of its text.
+///
+/// ```
+/// use acp_core::store::{Batch, Record};
+/// use acp_core::schema::{ContentChunk, SessionUpdate};
+///
+/// let mut batch = Batch::new();
+/// batch.push(&Record::update(&SessionUpdate::AgentMessageChunk(ContentChunk::new("hi".into())))?)?;
+/// assert_eq!(batch.len(), 1);
+/// assert_eq!(batch.records()?.len(), 1);
+/// # Ok::<(), acp_core::Error>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Batch {
+    text: String,
+    count: usize,
+}
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Batch::default()
+    }
+
+    /// Appends `record` as one more line.
+    pub fn push(&mut self, record: &Record) -> Result<()> {
+        let mut line = serde_json::to_string(record)?;
+        if line.contains('\n') {
+            // An update given as pretty-printed JSON text: compacted, to stay one line.
+            line = serde_json::to_string(&serde_json::to_value(record)?)?;
+        }
+        self.start_line();
+        self.text.push_str(&line);
+        Ok(())
+    }
+
+    /// Appends the record of an update whose JSON text is `update`: compact JSON (no raw
+    /// newline), as `serde_json` writes it.
+    pub(crate) fn push_update_json(&mut self, update: &str) {
+        self.start_line();
+        self.text.push_str(r#"{"kind":"update","update":"#);
+        self.text.push_str(update);
+        self.text.push('}');
+    }
+
+    fn start_line(&mut self) {
+        if self.count > 0 {
+            self.text.push('\n');
+        }
+        self.count += 1;
+    }
+
+    /// How many records the batch holds.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether the batch holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The records, one JSON line each (no trailing newline).
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The records, read back.
+    pub fn records(&self) -> Result<Vec<Record>> {
+        if self.count == 0 {
+            return Ok(Vec::new());
+        }
+        self.text
+            .split('\n')
+            .map(|line| serde_json::from_str(line).map_err(Into::into))
+            .collect()
+    }
+}
+
 /// One page of [`SessionStore::list`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Page {
@@ -196,6 +277,20 @@ pub trait SessionStore: Send + Sync + 'static {
         id: &'a schema::SessionId,
         records: &'a [Record],
     ) -> BoxFuture<'a, Result<Cursor>>;
+
+    /// [`append`](Self::append) of records already encoded: what the runtime calls as it
+    /// records. The default reads the records back and appends them; a store that keeps the
+    /// encoded lines can take them as they are.
+    fn append_batch<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        batch: Batch,
+    ) -> BoxFuture<'a, Result<Cursor>> {
+        Box::pin(async move {
+            let records = batch.records()?;
+            self.append(id, &records).await
+        })
+    }
 
     /// The session's metadata, if it exists.
     fn session<'a>(

@@ -10,8 +10,8 @@ use super::{Db, SqliteStore};
 use crate::error::{Error, Result};
 use crate::schema;
 use crate::store::{
-    Cursor, ListCursor, Page, Record, SessionStore, StoredSession, cwd_key, page_of, path_text,
-    storage_error, touch_time, unknown_session,
+    Batch, Cursor, ListCursor, Page, Record, SessionStore, StoredSession, cwd_key, page_of,
+    path_text, storage_error, touch_time, unknown_session,
 };
 
 /// The metadata columns of `sessions`, as [`SessionRow::read`] reads them.
@@ -141,31 +141,24 @@ impl SessionStore for SqliteStore {
         id: &'a schema::SessionId,
         records: &'a [Record],
     ) -> BoxFuture<'a, Result<Cursor>> {
-        let sid = id.clone();
-        // The batch's text: one record per line (JSON has no raw newlines).
-        let mut body = Vec::new();
+        let mut batch = Batch::new();
         for record in records {
-            if !body.is_empty() {
-                body.push(b'\n');
-            }
-            let start = body.len();
-            let mut written = serde_json::to_writer(&mut body, record);
-            if written.is_ok() && body[start..].contains(&b'\n') {
-                // An update given as pretty-printed JSON text: compacted, to stay one line.
-                body.truncate(start);
-                written = serde_json::to_value(record)
-                    .and_then(|compact| serde_json::to_writer(&mut body, &compact));
-            }
-            if let Err(e) = written {
-                return Box::pin(std::future::ready(Err(Error::Json(e))));
+            if let Err(e) = batch.push(record) {
+                return Box::pin(std::future::ready(Err(e)));
             }
         }
-        // serde_json writes UTF-8 only: this never fails.
-        let body = match String::from_utf8(body) {
-            Ok(body) => body,
-            Err(e) => return Box::pin(std::future::ready(Err(storage_error("a record", e)))),
-        };
-        let count = sql_int(records.len() as u64);
+        self.append_batch(id, batch)
+    }
+
+    fn append_batch<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        batch: Batch,
+    ) -> BoxFuture<'a, Result<Cursor>> {
+        let sid = id.clone();
+        let count = sql_int(batch.len() as u64);
+        // The batch's text is the row: one record per line (JSON has no raw newlines).
+        let body = batch.text;
         self.run(move |conn| {
             let tx = if count == 0 {
                 conn.transaction()
