@@ -19,8 +19,9 @@ pub struct McpAgent;
 #[acp::agent(name = "mcp", title = "MCP tools")]
 impl McpAgent {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+        // The command is the first line; @-mentions follow it as `[@name](uri)` lines.
         let text = prompt.text();
-        let text = text.trim();
+        let text = text.lines().next().unwrap_or_default().trim();
         let (command, rest) = text.split_once(' ').unwrap_or((text, ""));
         let answer = match command {
             "tools" => {

@@ -70,9 +70,15 @@ impl Plan {
 #[acp::agent(name = "planner", title = "Planner")]
 impl Planner {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
-        let target = match prompt.text().trim() {
-            "" => "README.md".to_owned(),
-            other => other.to_owned(),
+        // An @-mentioned file (a resource link) is the one to review; else the text names it.
+        let mentioned = prompt
+            .links()
+            .find_map(|link| link.uri.strip_prefix("file://").map(str::to_owned));
+        let text = prompt.text();
+        let target = match (mentioned, text.lines().next().unwrap_or_default().trim()) {
+            (Some(path), _) => path,
+            (None, "") => "README.md".to_owned(),
+            (None, other) => other.to_owned(),
         };
         // Without the editor's file system there is nothing to review: say why, end normally.
         if !cx.fs().can_read() {

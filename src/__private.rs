@@ -16,7 +16,9 @@ use std::pin::Pin;
 pub use acp_core::__private::*;
 pub use acp_core::schema::{self, AgentCapabilities, Implementation, StopReason, ToolKind};
 pub use acp_core::{
-    Agent, Error, IntoToolOutput, Prompt, Result, Session, SessionSetup, ToolDef, ToolOutput,
+    Agent, Choice, Client, CommandInput, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Error,
+    IntoToolOutput, Modes, Prompt, Requirement, Result, Session, SessionSetup, Settings, ToolDef,
+    ToolOutput,
 };
 pub use acp_macros::erase;
 pub use std::vec::Vec;
@@ -39,6 +41,9 @@ pub fn capabilities(
     audio: bool,
     embedded_context: bool,
 ) -> AgentCapabilities {
+    let logout = methods
+        .contains(&"logout")
+        .then(schema::LogoutCapabilities::new);
     AgentCapabilities::new()
         .load_session(methods.contains(&"load_session"))
         .prompt_capabilities(
@@ -47,7 +52,61 @@ pub fn capabilities(
                 .audio(audio)
                 .embedded_context(embedded_context),
         )
+        .auth(schema::AgentAuthCapabilities::new().logout(logout))
 }
+
+/// One slash command, as advertised: its name, its description (the method's doc comment)
+/// and the hint for its input.
+pub fn command(name: &str, description: &str, hint: Option<&str>) -> schema::AvailableCommand {
+    let description = if description.is_empty() {
+        format!("/{name}")
+    } else {
+        description.to_owned()
+    };
+    let command = schema::AvailableCommand::new(name, description);
+    match hint {
+        Some(hint) => command.input(schema::AvailableCommandInput::Unstructured(
+            schema::UnstructuredCommandInput::new(hint),
+        )),
+        None => command,
+    }
+}
+
+/// The error for a command name no `#[acp::command]` has (never reached: the runtime only
+/// runs the commands the agent lists).
+pub fn unknown_command(name: &str) -> Error {
+    Error::InvalidParams(format!("this agent has no command `/{name}`"))
+}
+
+/// The params of an extension method, read into the author's type; `-32602` naming what
+/// does not fit.
+pub fn ext_params<T: ExtParams>(method: &str, params: serde_json::Value) -> Result<T> {
+    serde_path_to_error::deserialize(params).map_err(|e| {
+        let path = e.path().to_string();
+        let at = if path == "." {
+            String::new()
+        } else {
+            format!(" at `{path}`")
+        };
+        Error::InvalidParams(format!("invalid params for `{method}`{at}: {}", e.inner()))
+    })
+}
+
+/// The result of an extension request, as JSON.
+pub fn ext_result<T: serde::Serialize>(value: &T) -> Result<serde_json::Value> {
+    Ok(serde_json::to_value(value)?)
+}
+
+/// The params type of an extension method.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the params of an #[acp::ext] method: it must be `Deserialize`",
+    label = "add `#[derive(serde::Deserialize)]` to this type, or take `serde_json::Value`",
+    note = "extension params are the request's JSON `params`, read into this type"
+)]
+pub trait ExtParams: serde::de::DeserializeOwned {}
+
+#[diagnostic::do_not_recommend]
+impl<T: serde::de::DeserializeOwned> ExtParams for T {}
 
 /// The `prompt` of the stand-in `Agent` impl emitted next to a macro error; never runs.
 pub fn stub() -> std::future::Ready<Result<StopReason>> {
@@ -216,6 +275,8 @@ fn copy(e: &Error) -> Error {
         Error::InvalidParams(message) => Error::InvalidParams(message.clone()),
         Error::TurnEnded => Error::TurnEnded,
         Error::ConnectionClosed => Error::ConnectionClosed,
+        Error::SessionClosed => Error::SessionClosed,
+        Error::AuthRequired => Error::AuthRequired,
         Error::Io(io) => Error::Io(std::io::Error::new(io.kind(), io.to_string())),
         Error::Other(message) => Error::Other(message.clone()),
         other => Error::msg(other),

@@ -53,9 +53,10 @@
 #![forbid(unsafe_code)]
 
 pub use acp_core::{
-    Agent, Error, Fs, McpPermission, McpState, McpStatus, Persist, Persisted, Prompt, Result,
-    Server, Session, SessionSetup, Terminal, Terminals, ToolCallBuilder, ToolCallGuard, ToolDef,
-    ToolOutput, in_tool_call, schema, serve, serve_stdio,
+    Agent, Choice, Client, CommandInput, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Error,
+    Fs, McpPermission, McpState, McpStatus, Modes, Persist, Persisted, Prompt, Requirement, Result,
+    Server, Session, SessionSetup, Settings, Terminal, Terminals, ToolCallBuilder, ToolCallGuard,
+    ToolDef, ToolOutput, in_tool_call, schema, serve, serve_stdio,
 };
 
 #[cfg(feature = "testing")]
@@ -301,9 +302,75 @@ pub use acp_macros::agent;
 pub use acp_macros::tool;
 
 pub use acp_core::schema::{
-    ContentBlock, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, StopReason,
-    ToolCallContent, ToolKind,
+    ContentBlock, Cost, Diff, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, StopReason,
+    ToolCallContent, ToolKind, UsageUpdate,
 };
+
+/// Derives [`ConfigOption`](trait@ConfigOption): a session setting the user changes in the
+/// editor, declared with `#[acp::agent(config(MyOption))]` and read with
+/// [`Session::config`].
+///
+/// - On an **enum of unit variants**, a choice (`type: "select"`): each variant is a value,
+///   its id the variant's name in snake_case, its label the name in words, its description
+///   the variant's doc comment. Sessions start at the `#[default]` variant (else the first).
+/// - On a **`struct Name(bool)`**, a switch (`type: "boolean"`), offered only to clients that
+///   advertise boolean config options; sessions start off unless `#[config(default = true)]`.
+///
+/// The option's id is the type's name in snake_case, its label the name in words and its
+/// description the type's doc comment. `#[config(id = "…", name = "…", category = "…")]` on
+/// the type changes them (categories: `model`, `model_config`, `thought_level`, `mode`, or a
+/// custom one starting with `_`); `#[config(id = "…", name = "…")]` on a variant changes that
+/// value's.
+///
+/// ```
+/// /// Which model answers.
+/// #[derive(acp::ConfigOption, Clone, Copy, Default, PartialEq, Debug)]
+/// #[config(category = "model")]
+/// enum Model {
+///     /// Quick answers.
+///     #[default]
+///     Fast,
+///     /// Careful answers.
+///     #[config(name = "Deep thought")]
+///     Deep,
+/// }
+///
+/// use acp::ConfigOption;
+/// let spec = Model::spec();
+/// assert_eq!((spec.id, spec.name, spec.category), ("model", "Model", Some("model")));
+/// assert_eq!(Model::from_value(acp::ConfigValue::Choice("deep")), Some(Model::Deep));
+/// ```
+pub use acp_macros::ConfigOption;
+
+/// Derives [`Modes`](trait@Modes): the session's modes, one per variant of an enum of unit
+/// variants, declared with `#[acp::agent(modes = MyModes)]`, read with [`Session::mode`] and
+/// switched by the agent with [`Session::set_mode`].
+///
+/// The runtime offers them both as the session's `modes` and as a config option of category
+/// `mode` (id `mode`), keeps the two in step, and answers `session/set_mode` with `-32602`
+/// (listing the modes) for a mode that is not one. Each variant's id is its name in
+/// snake_case, its label the name in words, its description its doc comment;
+/// `#[mode(id = "…", name = "…")]` changes them. Sessions start in the `#[default]` mode
+/// (else the first).
+///
+/// ```
+/// #[derive(acp::Modes, Clone, Copy, Default, PartialEq, Debug)]
+/// enum Mode {
+///     /// Answers questions; never edits.
+///     #[default]
+///     Ask,
+///     /// May edit files.
+///     Code,
+/// }
+///
+/// use acp::ConfigOption;
+/// assert_eq!(Mode::spec().id, "mode");
+/// assert_eq!(Mode::Code.to_value(), acp::ConfigValue::Choice("code"));
+/// ```
+pub use acp_macros::Modes;
+
+#[doc(inline)]
+pub use acp_macros::{command, ext};
 
 mod logging;
 pub use logging::init_logging;

@@ -339,7 +339,10 @@ async fn modes_advertises_modes_commands_and_a_config_option() {
         answer["modes"]["availableModes"].as_array().unwrap().len(),
         2
     );
-    assert_eq!(answer["configOptions"][0]["id"], "tone");
+    // The modes are offered as a config option too, first; then the tone.
+    assert_eq!(answer["configOptions"][0]["id"], "mode");
+    assert_eq!(answer["configOptions"][0]["category"], "mode");
+    assert_eq!(answer["configOptions"][1]["id"], "tone");
     // The slash commands arrive right after the answer.
     let turn = session.prompt("hi").await.unwrap();
     assert_eq!(turn.text(), "[ask mode] You said: hi");
@@ -394,7 +397,7 @@ async fn modes_config_option_changes_the_tone() {
         )
         .await
         .unwrap();
-    assert_eq!(answer["configOptions"][0]["currentValue"], "cheerful");
+    assert_eq!(answer["configOptions"][1]["currentValue"], "cheerful");
     assert_eq!(session.prompt("/echo yay").await.unwrap().text(), "yay 🎉");
 }
 

@@ -7,9 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use acp::schema::{
-    AuthMethod, AuthMethodAgent, AuthMethodId, SessionMode, SessionModeId, SessionModeState,
-};
+use acp::schema::{AuthMethod, AuthMethodAgent, AuthMethodId};
 use acp::testing::TestClient;
 use acp::{Agent, Prompt, Session, SessionSetup, StopReason, ToolKind};
 use serde_json::{Value, json};
@@ -43,28 +41,24 @@ fn info_defaults_to_the_package_name_and_version_and_nothing_optional_is_adverti
 
 /// Answers everything it can.
 #[derive(Default)]
-struct Full {
-    modes: std::sync::Mutex<Vec<String>>,
+struct Full;
+
+/// The modes of [`Full`].
+#[derive(acp::Modes, Clone, Copy, Default, Debug, PartialEq)]
+enum FullMode {
+    #[default]
+    Ask,
+    Code,
 }
 
 const NAME: &str = "full-agent";
 
-#[acp::agent(name = NAME, title = format!("Full {}", 1), version = "9.9.9", prompt(image, embedded_context))]
+#[acp::agent(name = NAME, title = format!("Full {}", 1), version = "9.9.9", prompt(image, embedded_context), modes = FullMode)]
 impl Full {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
-        let modes = self.modes.lock().unwrap().join(",");
-        cx.message(format!("{} [{modes}]", prompt.text())).await?;
+        let mode = cx.mode::<FullMode>();
+        cx.message(format!("{} [{mode:?}]", prompt.text())).await?;
         Ok(StopReason::EndTurn)
-    }
-
-    async fn new_session(&self, _cx: &Session) -> acp::Result<SessionSetup> {
-        Ok(SessionSetup::default().modes(SessionModeState::new(
-            "ask",
-            vec![
-                SessionMode::new("ask", "Ask"),
-                SessionMode::new("code", "Code"),
-            ],
-        )))
     }
 
     async fn load_session(&self, cx: &Session) -> acp::Result<SessionSetup> {
@@ -76,17 +70,12 @@ impl Full {
         vec![AuthMethod::Agent(AuthMethodAgent::new("token", "Token"))]
     }
 
-    async fn authenticate(&self, method: AuthMethodId) -> acp::Result<()> {
+    async fn authenticate(&self, _cx: &acp::Client, method: AuthMethodId) -> acp::Result<()> {
         if method.0.as_ref() == "token" {
             Ok(())
         } else {
             Err(acp::Error::msg("no such method"))
         }
-    }
-
-    async fn set_mode(&self, _cx: &Session, mode: SessionModeId) -> acp::Result<()> {
-        self.modes.lock().unwrap().push(mode.0.to_string());
-        Ok(())
     }
 
     /// A helper that is neither a session method nor a tool: left alone.
@@ -182,14 +171,19 @@ async fn the_optional_session_methods_are_routed_to_the_authors_methods() {
     assert_eq!(frames[0]["result"]["authMethods"][0]["id"], "token");
     assert_eq!(frames[1]["result"], json!({}));
     assert_eq!(frames[2]["result"]["modes"]["currentModeId"], "ask");
-    assert_eq!(frames[3]["result"], json!({}));
+    // The runtime applied the mode and told the config options UI.
     assert_eq!(
-        frames[4]["params"]["update"]["content"]["text"], "hi [code]",
-        "set_mode reached the author's method: {frames:#?}"
+        frames[3]["params"]["update"]["sessionUpdate"],
+        "config_option_update"
     );
-    assert_eq!(frames[5]["result"]["stopReason"], "end_turn");
-    assert_eq!(frames[6]["params"]["update"]["content"]["text"], "replayed");
-    assert_eq!(frames[7]["result"], json!({}));
+    assert_eq!(frames[4]["result"], json!({}));
+    assert_eq!(
+        frames[5]["params"]["update"]["content"]["text"], "hi [Code]",
+        "set_mode reached the session: {frames:#?}"
+    );
+    assert_eq!(frames[6]["result"]["stopReason"], "end_turn");
+    assert_eq!(frames[7]["params"]["update"]["content"]["text"], "replayed");
+    assert_eq!(frames[8]["result"]["modes"]["currentModeId"], "ask");
 }
 
 #[tokio::test]

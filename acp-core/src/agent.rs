@@ -8,9 +8,9 @@ use std::future::Future;
 
 use crate::schema::{
     self, AgentCapabilities, AuthMethod, AuthMethodId, AvailableCommand, ContentBlock,
-    Implementation, SessionConfigOption, SessionModeId, SessionModeState, StopReason,
+    Implementation, StopReason,
 };
-use crate::session::Session;
+use crate::session::{Client, Session, Settings};
 use crate::tools::{ToolDef, ToolHost, ToolOutput};
 use crate::{Error, Result};
 
@@ -18,6 +18,7 @@ use crate::{Error, Result};
 ///
 /// Only [`prompt`](Agent::prompt) is required. Every other method has a default that either
 /// does nothing or is never called because the matching capability is not advertised.
+/// `#[acp::agent]` writes this impl from an inherent impl block; by hand it reads:
 ///
 /// ```no_run
 /// use acp_core::{Agent, Prompt, Result, Session, schema::StopReason};
@@ -41,22 +42,59 @@ pub trait Agent: Send + Sync + 'static {
         Implementation::new("acp-agent", "0.0.0")
     }
 
-    /// The capabilities advertised in `initialize`.
+    /// The capabilities advertised in `initialize`, beside those the runtime adds itself
+    /// (the session history methods with a store, `session/close`, MCP transports).
     ///
-    /// `loadSession: true` routes `session/load` to [`load_session`](Agent::load_session);
-    /// prompt capabilities (image, audio, embedded context) tell the client what it may send.
+    /// `loadSession: true` routes `session/load` to [`load_session`](Agent::load_session)
+    /// when sessions are not recorded; prompt capabilities (image, audio, embedded context)
+    /// tell the client what it may send, and a prompt with other content is refused
+    /// (`-32602`); `auth.logout` routes `logout` to [`logout`](Agent::logout).
     fn capabilities(&self) -> AgentCapabilities {
         AgentCapabilities::new()
     }
 
+    /// The session's modes and config options ([`Settings`]): offered in the answer to
+    /// `session/new` (and `load`, `resume`), changed by `session/set_mode` and
+    /// `session/set_config_option`, read with [`Session::config`] / [`Session::mode`].
+    fn settings(&self) -> Settings {
+        Settings::new()
+    }
+
+    /// The slash commands the agent runs itself ([`run_command`](Agent::run_command)),
+    /// advertised right after a session is created or reopened.
+    fn commands(&self) -> Vec<AvailableCommand> {
+        Vec::new()
+    }
+
+    /// Runs the slash command `name` (one of [`commands`](Agent::commands)) as a prompt turn:
+    /// `input` is the prompt without the `/name` it starts with.
+    fn run_command(
+        &self,
+        cx: &Session,
+        name: &str,
+        input: Prompt,
+    ) -> impl Future<Output = Result<StopReason>> + Send {
+        let _ = (cx, input);
+        let message = format!("this agent has no command `/{name}`");
+        async move { Err(Error::InvalidParams(message)) }
+    }
+
     /// The authentication methods advertised in `initialize`. When non-empty,
-    /// `authenticate` is routed to [`authenticate`](Agent::authenticate).
+    /// `authenticate` is routed to [`authenticate`](Agent::authenticate) (for the methods of
+    /// type `agent`: the client runs `terminal` ones itself). Terminal methods are offered
+    /// only to clients that advertise `auth.terminal`.
     fn auth_methods(&self) -> Vec<AuthMethod> {
         Vec::new()
     }
 
-    /// Called on `authenticate` with the method the user chose.
-    fn authenticate(&self, method: AuthMethodId) -> impl Future<Output = Result<()>> + Send {
+    /// Called on `authenticate` with the method the user chose (always one of
+    /// [`auth_methods`](Agent::auth_methods), of type `agent`).
+    fn authenticate(
+        &self,
+        cx: &Client,
+        method: AuthMethodId,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = cx;
         async move {
             Err(Error::InvalidParams(format!(
                 "unknown authentication method `{method}`"
@@ -64,15 +102,69 @@ pub trait Agent: Send + Sync + 'static {
         }
     }
 
-    /// Called on `session/new`, before the client knows the session. Returns the session's
-    /// modes, config options and slash commands; do not send updates from here.
+    /// Whether the user is authenticated. Asked before `session/new`, `session/load` and
+    /// `session/resume` when the agent has [`auth_methods`](Agent::auth_methods): `false`
+    /// answers them `-32000 Authentication required`. The default says yes (authentication
+    /// is optional); [`Client::has_authenticated`] tells whether `authenticate` succeeded on
+    /// this connection.
+    fn authenticated(&self, cx: &Client) -> impl Future<Output = bool> + Send {
+        let _ = cx;
+        async { true }
+    }
+
+    /// Called on `logout` (routed only when [`capabilities`](Agent::capabilities) has
+    /// `auth.logout`). After it succeeds, [`Client::has_authenticated`] is `false` again.
+    fn logout(&self, cx: &Client) -> impl Future<Output = Result<()>> + Send {
+        let _ = cx;
+        async { Err(Error::method_not_found("logout")) }
+    }
+
+    /// The extension requests the agent answers (methods starting with `_`), routed to
+    /// [`ext_request`](Agent::ext_request); any other is answered `-32601`.
+    fn ext_methods(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The extension notifications the agent handles, routed to
+    /// [`ext_notification`](Agent::ext_notification); any other is ignored.
+    fn ext_notifications(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Answers the extension request `method` (one of [`ext_methods`](Agent::ext_methods)).
+    fn ext_request(
+        &self,
+        cx: &Client,
+        method: &str,
+        params: serde_json::Value,
+    ) -> impl Future<Output = Result<serde_json::Value>> + Send {
+        let _ = (cx, params);
+        let error = Error::method_not_found(method);
+        async move { Err(error) }
+    }
+
+    /// Handles the extension notification `method` (one of
+    /// [`ext_notifications`](Agent::ext_notifications)); an error is logged.
+    fn ext_notification(
+        &self,
+        cx: &Client,
+        method: &str,
+        params: serde_json::Value,
+    ) -> impl Future<Output = Result<()>> + Send {
+        let _ = (cx, method, params);
+        async { Ok(()) }
+    }
+
+    /// Called on `session/new`, before the client knows the session: extra slash commands,
+    /// the answer's `_meta`. Do not send updates from here.
     fn new_session(&self, cx: &Session) -> impl Future<Output = Result<SessionSetup>> + Send {
         let _ = cx;
         async { Ok(SessionSetup::default()) }
     }
 
     /// Called on `session/load` (only when [`capabilities`](Agent::capabilities) says
-    /// `loadSession`). Replay the conversation with the session's update methods, then return.
+    /// `loadSession` and sessions are not recorded by the runtime). Replay the conversation
+    /// with the session's update methods, then return.
     fn load_session(&self, cx: &Session) -> impl Future<Output = Result<SessionSetup>> + Send {
         let _ = cx;
         async { Err(Error::method_not_found("session/load")) }
@@ -106,81 +198,57 @@ pub trait Agent: Send + Sync + 'static {
         let message = format!("this agent has no tool named `{name}`");
         async move { Err(Error::InvalidParams(message)) }
     }
-
-    /// Called on `session/set_mode` with one of the modes returned by
-    /// [`new_session`](Agent::new_session).
-    fn set_mode(
-        &self,
-        cx: &Session,
-        mode: SessionModeId,
-    ) -> impl Future<Output = Result<()>> + Send {
-        let _ = cx;
-        async move { Err(Error::InvalidParams(format!("unknown mode `{mode}`"))) }
-    }
-
-    /// Called on `session/set_config_option`; returns the full, updated list of options.
-    fn set_config_option(
-        &self,
-        cx: &Session,
-        option: schema::SessionConfigId,
-        value: schema::SessionConfigOptionValue,
-    ) -> impl Future<Output = Result<Vec<SessionConfigOption>>> + Send {
-        let _ = (cx, value);
-        async move {
-            Err(Error::InvalidParams(format!(
-                "unknown config option `{option}`"
-            )))
-        }
-    }
 }
 
-/// What a new or loaded session starts with: its modes, config options and slash commands.
+/// What a new or reopened session starts with besides its declared settings and commands:
+/// slash commands the agent handles in `prompt` itself, and the `_meta` of the answer.
 ///
 /// ```
-/// use acp_core::{SessionSetup, schema::{AvailableCommand, SessionMode, SessionModeState}};
+/// use acp_core::{SessionSetup, schema::AvailableCommand};
 ///
 /// let setup = SessionSetup::default()
-///     .modes(SessionModeState::new("ask", vec![
-///         SessionMode::new("ask", "Ask"),
-///         SessionMode::new("code", "Code"),
-///     ]))
 ///     .commands(vec![AvailableCommand::new("plan", "Make a plan first")]);
 /// ```
 #[derive(Debug, Default, Clone)]
 #[non_exhaustive]
 pub struct SessionSetup {
-    /// The session's modes and the current one, if it has modes.
-    pub modes: Option<SessionModeState>,
-    /// The session's config options, if any.
-    pub config_options: Option<Vec<SessionConfigOption>>,
-    /// Slash commands, sent as `available_commands_update` right after the session answer.
+    /// Slash commands beside the agent's `#[acp::command]`s, sent in the
+    /// `available_commands_update` right after the session's answer; prompts starting with
+    /// them reach `prompt`.
     pub commands: Vec<AvailableCommand>,
+    /// The `_meta` of the answer to `session/new` (or `load`, `resume`).
+    pub meta: Option<schema::Meta>,
 }
 
 impl SessionSetup {
-    /// Sets the session's modes.
-    #[must_use]
-    pub fn modes(mut self, modes: SessionModeState) -> Self {
-        self.modes = Some(modes);
-        self
-    }
-
-    /// Sets the session's config options.
-    #[must_use]
-    pub fn config_options(mut self, options: Vec<SessionConfigOption>) -> Self {
-        self.config_options = Some(options);
-        self
-    }
-
-    /// Sets the slash commands advertised when the session starts.
+    /// Sets the extra slash commands advertised when the session starts.
     #[must_use]
     pub fn commands(mut self, commands: Vec<AvailableCommand>) -> Self {
         self.commands = commands;
         self
     }
+
+    /// Sets the `_meta` of the session's answer.
+    #[must_use]
+    pub fn meta(mut self, meta: schema::Meta) -> Self {
+        self.meta = Some(meta);
+        self
+    }
 }
 
-/// The user's message of one prompt turn.
+/// The user's message of one prompt turn: content blocks, and the request's `_meta`.
+///
+/// ```
+/// use acp_core::Prompt;
+/// use acp_core::schema::{ContentBlock, ResourceLink};
+///
+/// let prompt = Prompt::new(vec![
+///     "Explain".into(),
+///     ContentBlock::ResourceLink(ResourceLink::new("main.rs", "file:///src/main.rs")),
+/// ]);
+/// assert_eq!(prompt.text(), "Explain\n[@main.rs](file:///src/main.rs)");
+/// assert_eq!(prompt.links().count(), 1);
+/// ```
 #[derive(Debug, Clone)]
 pub struct Prompt {
     blocks: Vec<ContentBlock>,
@@ -200,25 +268,66 @@ impl Prompt {
         }
     }
 
-    /// The text of every text block, joined by newlines. Images, audio and resources are
-    /// skipped; the text of embedded text resources is included.
+    /// What the user wrote, as text: the text blocks, the text of embedded text resources,
+    /// and each @-mention (a resource link) as a Markdown link `[@name](uri)`, so a model sees
+    /// what was referenced; joined by newlines. Images, audio and binary resources are left
+    /// out (see [`images`](Prompt::images), [`audio`](Prompt::audio),
+    /// [`resources`](Prompt::resources)).
     pub fn text(&self) -> String {
         let mut out = String::new();
         for block in &self.blocks {
             let text = match block {
-                ContentBlock::Text(t) => &t.text,
+                ContentBlock::Text(t) => std::borrow::Cow::Borrowed(t.text.as_str()),
                 ContentBlock::Resource(r) => match &r.resource {
-                    schema::EmbeddedResourceResource::TextResourceContents(t) => &t.text,
+                    schema::EmbeddedResourceResource::TextResourceContents(t) => {
+                        std::borrow::Cow::Borrowed(t.text.as_str())
+                    }
                     _ => continue,
                 },
+                ContentBlock::ResourceLink(link) => {
+                    std::borrow::Cow::Owned(format!("[@{}]({})", link.name, link.uri))
+                }
                 _ => continue,
             };
             if !out.is_empty() {
                 out.push('\n');
             }
-            out.push_str(text);
+            out.push_str(&text);
         }
         out
+    }
+
+    /// The resource links (how editors send @-mentions of files, folders, symbols).
+    pub fn links(&self) -> impl Iterator<Item = &schema::ResourceLink> {
+        self.blocks.iter().filter_map(|b| match b {
+            ContentBlock::ResourceLink(link) => Some(link),
+            _ => None,
+        })
+    }
+
+    /// The embedded resources (file contents the editor included; needs
+    /// `prompt(embedded_context)`).
+    pub fn resources(&self) -> impl Iterator<Item = &schema::EmbeddedResource> {
+        self.blocks.iter().filter_map(|b| match b {
+            ContentBlock::Resource(resource) => Some(resource),
+            _ => None,
+        })
+    }
+
+    /// The images (needs `prompt(image)`).
+    pub fn images(&self) -> impl Iterator<Item = &schema::ImageContent> {
+        self.blocks.iter().filter_map(|b| match b {
+            ContentBlock::Image(image) => Some(image),
+            _ => None,
+        })
+    }
+
+    /// The audio clips (needs `prompt(audio)`).
+    pub fn audio(&self) -> impl Iterator<Item = &schema::AudioContent> {
+        self.blocks.iter().filter_map(|b| match b {
+            ContentBlock::Audio(audio) => Some(audio),
+            _ => None,
+        })
     }
 
     /// The content blocks as the client sent them.
@@ -235,11 +344,79 @@ impl Prompt {
     pub fn meta(&self) -> Option<&schema::Meta> {
         self.meta.as_ref()
     }
+
+    /// The slash command this prompt starts with: `Some(("web", rest))` for a first text
+    /// block `/web agent client protocol`, where `rest` is the prompt without `/web` (its
+    /// first block `agent client protocol`, and every other block).
+    pub fn command(&self) -> Option<(&str, Prompt)> {
+        let Some(ContentBlock::Text(first)) = self.blocks.first() else {
+            return None;
+        };
+        let line = first.text.trim_start().strip_prefix('/')?;
+        let end = line.find(char::is_whitespace).unwrap_or(line.len());
+        let (name, rest) = line.split_at(end);
+        if name.is_empty() {
+            return None;
+        }
+        let rest = rest.trim_start();
+        let mut blocks = Vec::with_capacity(self.blocks.len());
+        if !rest.is_empty() {
+            blocks.push(ContentBlock::from(rest.to_owned()));
+        }
+        blocks.extend(self.blocks[1..].iter().cloned());
+        Some((
+            name,
+            Prompt {
+                blocks,
+                meta: self.meta.clone(),
+            },
+        ))
+    }
+
+    /// The first block the agent did not advertise it accepts, with its position and the
+    /// capability it needs (text and resource links are always accepted).
+    pub(crate) fn unaccepted(
+        &self,
+        accepted: &schema::PromptCapabilities,
+    ) -> Option<(usize, &'static str, &'static str)> {
+        self.blocks.iter().enumerate().find_map(|(i, b)| match b {
+            ContentBlock::Image(_) if !accepted.image => Some((i, "an image", "image")),
+            ContentBlock::Audio(_) if !accepted.audio => Some((i, "audio", "audio")),
+            ContentBlock::Resource(_) if !accepted.embedded_context => {
+                Some((i, "an embedded resource", "embeddedContext"))
+            }
+            _ => None,
+        })
+    }
 }
 
 impl From<&str> for Prompt {
     fn from(text: &str) -> Self {
         Prompt::new(vec![text.into()])
+    }
+}
+
+/// What an `#[acp::command]` method takes as its input: the text after `/name`
+/// ([`String`]), or the whole rest of the prompt ([`Prompt`], with images and links).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the input of an #[acp::command]",
+    label = "a command's input is `String` (the text after `/name`) or `acp::Prompt` (the rest of the prompt)",
+    note = "write `async fn name(&self, cx: &acp::Session, input: String) -> acp::Result<acp::StopReason>`"
+)]
+pub trait CommandInput: Sized + Send {
+    /// The input, from the prompt without its `/name`.
+    fn from_prompt(prompt: Prompt) -> Self;
+}
+
+impl CommandInput for String {
+    fn from_prompt(prompt: Prompt) -> Self {
+        prompt.text()
+    }
+}
+
+impl CommandInput for Prompt {
+    fn from_prompt(prompt: Prompt) -> Self {
+        prompt
     }
 }
 

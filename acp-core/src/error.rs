@@ -94,6 +94,18 @@ pub enum Error {
     /// The connection to the client is closed.
     #[error("the connection to the client is closed")]
     ConnectionClosed,
+    /// The session was closed (`session/close`, `session/delete`, or reopened by a
+    /// `session/load`) while a handle of it was kept: nothing more can be sent for it.
+    #[error("the session is closed")]
+    SessionClosed,
+    /// The user must authenticate first (one of the agent's `authMethods`).
+    ///
+    /// Sent to the client as `-32000 Authentication required`, which tells it to offer the
+    /// authentication methods. The runtime answers it for `session/new`, `session/load` and
+    /// `session/resume` while the agent says it is not authenticated; an agent may also
+    /// return it from its own code.
+    #[error("authentication required: authenticate with one of the agent's methods first")]
+    AuthRequired,
     /// An I/O error on the transport.
     #[error("transport I/O error: {0}")]
     Io(#[from] std::io::Error),
@@ -160,6 +172,7 @@ impl Error {
             Error::InvalidParams(m) => schema::Error::new(C::InvalidParams.into(), m.clone()),
             // The client's own code stays in the message (see `Error::Client`).
             Error::Cancelled => schema::Error::new(C::RequestCancelled.into(), self.to_string()),
+            Error::AuthRequired => schema::Error::new(C::AuthRequired.into(), self.to_string()),
             _ => schema::Error::new(C::InternalError.into(), self.to_string()),
         }
     }

@@ -56,15 +56,16 @@ mod tools;
 mod transport;
 mod turn;
 
-pub use agent::{Agent, Prompt, SessionSetup};
+pub use agent::{Agent, CommandInput, Prompt, SessionSetup};
 pub use error::{Error, Result};
 pub use mcp::{McpPermission, McpState, McpStatus};
 pub use serve::{Server, serve, serve_stdio};
 pub use session::{
-    Fs, Persist, Persisted, Session, Terminal, Terminals, ToolCallBuilder, ToolCallGuard,
+    Choice, Client, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Fs, Modes, Persist,
+    Persisted, Session, Settings, Terminal, Terminals, ToolCallBuilder, ToolCallGuard,
     in_tool_call,
 };
-pub use tools::{IntoToolOutput, Json, ToolDef, ToolLocations, ToolOutput};
+pub use tools::{IntoToolOutput, Json, Requirement, ToolDef, ToolLocations, ToolOutput};
 
 /// The ACP wire types, from the official `agent-client-protocol-schema` crate (protocol v1).
 pub mod schema {

@@ -217,9 +217,14 @@ impl<A: Agent> Server<A> {
             Store::Given(store) => Some(store),
             Store::Default | Store::None => None,
         };
+        let settings = agent.settings();
+        settings
+            .check()
+            .map_err(|e| Error::msg(format!("the agent's settings are invalid: {e}")))?;
         let (peer, queue) = Peer::new(writer, max_in_flight, Journal::new(store));
         let conn = Arc::new(Connection::new(peer.clone()));
         let agent = Arc::new(agent);
+        conn.extensions.insert(settings.clone());
         conn.extensions.insert(McpConfig {
             timeout: mcp_timeout,
             permission: mcp_permission,
@@ -227,7 +232,7 @@ impl<A: Agent> Server<A> {
         });
         conn.extensions.insert(Tools(agent.clone()));
         let writer_task = tokio::spawn(write_loop(queue, peer.clone()).instrument(span.clone()));
-        let router = Router::new(agent, conn.clone());
+        let router = Router::new(agent, conn.clone(), Arc::new(settings));
         let read = read_loop(LineReader::new(reader, max_line), &peer, &router)
             .instrument(span.clone())
             .await;

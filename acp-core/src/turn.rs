@@ -71,6 +71,7 @@ impl Turn {
         session: &SessionId,
         id: &crate::schema::RequestId,
         outcome: Result<StopReason>,
+        meta: Option<crate::schema::Meta>,
     ) -> Frame {
         let cancelled = self.cancel.is_cancelled();
         let open = std::mem::take(&mut *self.open());
@@ -88,7 +89,7 @@ impl Turn {
         }
         self.closing.store(true, Ordering::Release);
         debug!(cancelled, ok = outcome.is_ok(), "turn finished");
-        let (bytes, stop) = v1::prompt_answer(id, outcome, cancelled);
+        let (bytes, stop) = v1::prompt_answer(id, outcome, cancelled, meta);
         // The stop reason is history's, not something the client is shown again on load:
         // recorded beside the answer rather than ahead of it, so that the answer (and a
         // cancel's latency) never waits on the store.

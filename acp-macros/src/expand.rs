@@ -7,6 +7,7 @@
 //! scope, and uses `__acp`-prefixed names. The checks that need the compiler are spanned at
 //! the author's code, so each mistake is reported there, once.
 
+mod handlers;
 mod tool;
 
 use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
@@ -110,7 +111,11 @@ pub(crate) fn agent(mut agent: Agent) -> TokenStream {
             }
         }
     });
-    let error_conversions = (!checks.is_empty()).then(
+    let settings = handlers::settings(&agent, &p);
+    let commands = handlers::command_methods(&agent, &p);
+    let exts = handlers::ext_methods(&agent, &p);
+    let return_checks = handlers::return_checks(&agent, &p);
+    let error_conversions = (!checks.is_empty() || commands.is_some() || exts.is_some()).then(
         || quote!(use #p::{ViaDisplay as _, ViaErrorRef as _, ViaRejected as _, ViaStdError as _};),
     );
 
@@ -120,6 +125,7 @@ pub(crate) fn agent(mut agent: Agent) -> TokenStream {
         const _: () = {
             #error_conversions
             #(#checks)*
+            #return_checks
             #consts
 
             #[automatically_derived]
@@ -135,6 +141,12 @@ pub(crate) fn agent(mut agent: Agent) -> TokenStream {
                 #(#forwards)*
 
                 #tool_methods
+
+                #settings
+
+                #commands
+
+                #exts
             }
         };
     }

@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 mod check;
+mod config;
 mod docs;
 mod errors;
 mod expand;
@@ -60,6 +61,45 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     )
     .to_compile_error();
     quote::quote!(#error #item).into()
+}
+
+/// Marks a method of an `#[acp::agent]` impl as a slash command. Documented in the `acp`
+/// crate; outside an `#[acp::agent]` impl it is an error.
+#[proc_macro_attribute]
+pub fn command(attr: TokenStream, item: TokenStream) -> TokenStream {
+    outside_agent("command", attr, item)
+}
+
+/// Marks a method of an `#[acp::agent]` impl as an extension method. Documented in the `acp`
+/// crate; outside an `#[acp::agent]` impl it is an error.
+#[proc_macro_attribute]
+pub fn ext(attr: TokenStream, item: TokenStream) -> TokenStream {
+    outside_agent("ext", attr, item)
+}
+
+fn outside_agent(name: &str, attr: TokenStream, item: TokenStream) -> TokenStream {
+    let _ = attr;
+    let item = proc_macro2::TokenStream::from(item);
+    let error = syn::Error::new(
+        proc_macro2::Span::call_site(),
+        format!("#[acp::{name}] only works on a method inside an `#[acp::agent]` impl block; put `#[acp::agent]` on the `impl` (if you renamed the `acp` dependency, tell the agent with `#[renamed::agent(crate = renamed)]`)"),
+    )
+    .to_compile_error();
+    quote::quote!(#error #item).into()
+}
+
+/// Derives `acp::ConfigOption`: a session config option from an enum of unit variants or a
+/// `struct Name(bool)`. Documented in the `acp` crate.
+#[proc_macro_derive(ConfigOption, attributes(config))]
+pub fn config_option(item: TokenStream) -> TokenStream {
+    config::derive(item.into(), config::Derive::ConfigOption).into()
+}
+
+/// Derives `acp::Modes`: the session's modes from an enum of unit variants. Documented in the
+/// `acp` crate.
+#[proc_macro_derive(Modes, attributes(mode))]
+pub fn modes(item: TokenStream) -> TokenStream {
+    config::derive(item.into(), config::Derive::Modes).into()
 }
 
 /// Derives `schemars::JsonSchema` through the `acp` facade. Documented in the `acp` crate.

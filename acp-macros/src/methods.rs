@@ -76,41 +76,37 @@ pub(crate) const METHODS: &[Method] = &[
         fallible: false,
         forwards_to: "auth_methods",
         needs: Some("authenticate"),
-        doc: "the authentication methods advertised in `initialize`; needs `authenticate`",
+        doc: "the authentication methods advertised in `initialize` (terminal ones only to clients with `auth.terminal`); needs `authenticate`",
     },
     Method {
         name: "authenticate",
         is_async: true,
-        params: &[("method", "schema::AuthMethodId")],
+        params: &[("cx", "&Client"), ("method", "schema::AuthMethodId")],
         output: "()",
         fallible: true,
         forwards_to: "authenticate",
         needs: Some("auth_methods"),
-        doc: "the `authenticate` request; needs `auth_methods`",
+        doc: "the `authenticate` request, for one of the advertised methods of type `agent`; needs `auth_methods`",
     },
     Method {
-        name: "set_mode",
+        name: "authenticated",
         is_async: true,
-        params: &[("cx", "&Session"), ("mode", "schema::SessionModeId")],
+        params: &[("cx", "&Client")],
+        output: "bool",
+        fallible: false,
+        forwards_to: "authenticated",
+        needs: Some("auth_methods"),
+        doc: "whether the user is authenticated: `false` answers `session/new`, `load` and `resume` with `-32000 Authentication required`; needs `auth_methods`",
+    },
+    Method {
+        name: "logout",
+        is_async: true,
+        params: &[("cx", "&Client")],
         output: "()",
         fallible: true,
-        forwards_to: "set_mode",
-        needs: None,
-        doc: "`session/set_mode`",
-    },
-    Method {
-        name: "set_config_option",
-        is_async: true,
-        params: &[
-            ("cx", "&Session"),
-            ("option", "schema::SessionConfigId"),
-            ("value", "schema::SessionConfigOptionValue"),
-        ],
-        output: "Vec<schema::SessionConfigOption>",
-        fallible: true,
-        forwards_to: "set_config_option",
-        needs: None,
-        doc: "`session/set_config_option`",
+        forwards_to: "logout",
+        needs: Some("auth_methods"),
+        doc: "the `logout` request; advertises `auth.logout`; needs `auth_methods`",
     },
 ];
 
@@ -127,6 +123,34 @@ pub(crate) const GENERATED: &[(&str, &str)] = &[
     (
         "tools",
         "`#[acp::agent]` writes `Agent::tools` from the `#[acp::tool]` methods: remove `fn tools` and mark each tool method `#[acp::tool]` (`cx.tools()` lists them)",
+    ),
+    (
+        "set_mode",
+        "the runtime answers `session/set_mode` from the declared modes: remove `fn set_mode`, derive `acp::Modes` on an enum of the modes and write `#[acp::agent(modes = MyModes)]`; read the mode with `cx.mode::<MyModes>()`",
+    ),
+    (
+        "set_config_option",
+        "the runtime answers `session/set_config_option` from the declared options: remove `fn set_config_option`, derive `acp::ConfigOption` on each option's type and write `#[acp::agent(config(MyOption, …))]`; read one with `cx.config::<MyOption>()`",
+    ),
+    (
+        "settings",
+        "`#[acp::agent]` writes `Agent::settings` from its `modes = …` and `config(…)` options: remove `fn settings`",
+    ),
+    (
+        "commands",
+        "`#[acp::agent]` writes `Agent::commands` from the `#[acp::command]` methods: remove `fn commands` and mark each command method `#[acp::command]`",
+    ),
+    (
+        "run_command",
+        "`#[acp::agent]` writes `Agent::run_command`, dispatching to the `#[acp::command]` methods: remove `fn run_command`",
+    ),
+    (
+        "ext_request",
+        "`#[acp::agent]` writes `Agent::ext_request` from the `#[acp::ext(\"_…\")]` methods: remove `fn ext_request` and mark each extension method `#[acp::ext(\"_vendor/name\")]`",
+    ),
+    (
+        "ext_notification",
+        "`#[acp::agent]` writes `Agent::ext_notification` from the `#[acp::ext(\"_…\", notification)]` methods: remove `fn ext_notification`",
     ),
     (
         "call_tool",
@@ -238,7 +262,7 @@ fn display_type(ty: &str, qualified: bool) -> String {
                 ident.push(n);
                 chars.next();
             }
-            if ident != "Vec" {
+            if ident != "Vec" && ident != "bool" {
                 out.push_str("acp::");
             }
             out.push_str(&ident);
@@ -258,6 +282,9 @@ fn type_tokens(ty: &str, prefix: &TokenStream) -> TokenStream {
     impl VisitMut for Qualify<'_> {
         fn visit_type_path_mut(&mut self, ty: &mut syn::TypePath) {
             syn::visit_mut::visit_type_path_mut(self, ty);
+            if ty.path.is_ident("bool") {
+                return;
+            }
             let path = &ty.path;
             let prefix = self.0;
             ty.path = syn::parse_quote!(#prefix::#path);
@@ -368,11 +395,18 @@ mod tests {
             quote!(&::acp::__private::Session).to_string()
         );
         assert_eq!(
-            Method::find("set_mode")
+            Method::find("logout")
                 .unwrap()
                 .output_tokens(&p)
                 .to_string(),
             quote!(()).to_string()
+        );
+        assert_eq!(
+            Method::find("authenticated")
+                .unwrap()
+                .output_tokens(&p)
+                .to_string(),
+            quote!(bool).to_string()
         );
     }
 
@@ -380,7 +414,7 @@ mod tests {
     fn near_misses_are_within_two_edits() {
         assert_eq!(near_miss("promt"), Some("prompt"));
         assert_eq!(near_miss("new_sesion"), Some("new_session"));
-        assert_eq!(near_miss("set_mdoe"), Some("set_mode"));
+        assert_eq!(near_miss("lgout"), Some("logout"));
         assert_eq!(near_miss("prompt"), None);
         assert_eq!(near_miss("helper"), None);
         assert_eq!(near_miss("read"), None);

@@ -45,6 +45,10 @@ pub(crate) struct Options {
     pub image: bool,
     pub audio: bool,
     pub embedded_context: bool,
+    /// `modes = Type`: the session's modes.
+    pub modes: Option<Type>,
+    /// `config(A, B)`: the session's config options, in order.
+    pub config: Vec<Type>,
     /// `crate = path`: where the facade is.
     pub krate: Option<syn::Path>,
 }
@@ -74,6 +78,10 @@ pub(crate) enum Role {
     Recognised(&'static Method),
     /// Marked `#[acp::tool]`.
     Tool(Box<Tool>),
+    /// Marked `#[acp::command]`.
+    Command(Box<Command>),
+    /// Marked `#[acp::ext("_…")]`.
+    Ext(Box<Ext>),
     /// Anything else: left as written (`check` looks for near misses).
     Other,
 }
@@ -94,6 +102,61 @@ pub(crate) struct Tool {
     /// The parameters after the session: the tool's input.
     pub params: Vec<Param>,
     /// The return type, if written.
+    pub ret: Option<Type>,
+    /// `requires(terminal, fs, …)`: the client capabilities it cannot run without, as
+    /// written.
+    pub requires: Vec<Ident>,
+}
+
+/// The client capabilities `requires(…)` accepts, and the `Requirement`s each stands for.
+pub(crate) const REQUIREMENTS: &[(&str, &[&str])] = &[
+    ("terminal", &["Terminal"]),
+    ("fs", &["ReadTextFile", "WriteTextFile"]),
+    ("fs_read", &["ReadTextFile"]),
+    ("fs_write", &["WriteTextFile"]),
+];
+
+/// A method marked `#[acp::command]`: a slash command.
+pub(crate) struct Command {
+    /// The `#[acp::command]` attribute.
+    pub attr: Attribute,
+    /// `name = "…"`, else the method's name.
+    pub name: Option<LitStr>,
+    /// `hint = "…"`: what to type after the command, shown by the client.
+    pub hint: Option<LitStr>,
+    pub method: Ident,
+    /// The doc comment: the command's description.
+    pub description: String,
+    /// The first parameter after `&self`, which must be the session.
+    pub cx: Option<syn::PatType>,
+    /// The parameters after the session (at most one: the input).
+    pub params: Vec<Param>,
+    pub ret: Option<Type>,
+}
+
+impl Command {
+    /// The command's name and where to report problems with it.
+    pub(crate) fn name(&self) -> (String, Span) {
+        match &self.name {
+            Some(lit) => (lit.value(), lit.span()),
+            None => (self.method.to_string(), self.method.span()),
+        }
+    }
+}
+
+/// A method marked `#[acp::ext("_vendor/name")]`: an extension request or notification.
+pub(crate) struct Ext {
+    /// The `#[acp::ext]` attribute.
+    pub attr: Attribute,
+    /// The method name, e.g. `"_zed.dev/stats"` (missing: an error).
+    pub name: Option<LitStr>,
+    /// `notification`: a notification (never answered) rather than a request.
+    pub notification: bool,
+    pub method: Ident,
+    /// The first parameter after `&self`, which must be the client.
+    pub cx: Option<syn::PatType>,
+    /// The parameters after the client (exactly one: the params).
+    pub params: Vec<Param>,
     pub ret: Option<Type>,
 }
 

@@ -12,14 +12,32 @@ use syn::{Attribute, FnArg, ImplItem, LitStr};
 use crate::docs::{doc_text, split_tool_doc};
 use crate::errors::Errors;
 use crate::methods::Method;
-use crate::model::{Agent, Fn, Options, Param, Role, Tool};
+use crate::model::{Agent, Command, Ext, Fn, Options, Param, Role, Tool};
 
 /// The options of `#[acp::agent]`, as listed in its errors.
-const AGENT_OPTIONS: &str = "`name`, `title`, `version`, `prompt`, `crate`";
+const AGENT_OPTIONS: &str = "`name`, `title`, `version`, `prompt`, `modes`, `config`, `crate`";
 /// The flags of `prompt(...)`.
 const PROMPT_OPTIONS: &str = "`image`, `audio`, `embedded_context`";
 /// The options of `#[acp::tool]`.
-const TOOL_OPTIONS: &str = "`kind`, `title`, `permission`, `name`";
+const TOOL_OPTIONS: &str = "`kind`, `title`, `permission`, `name`, `requires`";
+/// The options of `#[acp::command]`.
+const COMMAND_OPTIONS: &str = "`name`, `hint`";
+
+/// The inert attributes `#[acp::agent]` reads off its methods.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Helper {
+    Tool,
+    Command,
+    Ext,
+}
+
+impl Helper {
+    const ALL: [(Helper, &'static str); 3] = [
+        (Helper::Tool, "tool"),
+        (Helper::Command, "command"),
+        (Helper::Ext, "ext"),
+    ];
+}
 
 /// Parses `#[acp::agent(attr)] item`. `None` when `item` is not an inherent impl (the error is
 /// in `errors`; the caller emits `item` unchanged).
@@ -50,21 +68,28 @@ pub(crate) fn agent(attr: TokenStream, item: TokenStream, errors: &mut Errors) -
             ImplItem::Macro(m) => &mut m.attrs,
             _ => continue,
         };
-        let mut tool_attrs = Vec::new();
-        attrs.retain(|a| {
-            let is_tool = is_tool_attr(a, options.krate.as_ref());
-            if is_tool {
-                tool_attrs.push(a.clone());
+        let mut helpers = Vec::new();
+        attrs.retain(|a| match helper(a, options.krate.as_ref()) {
+            Some(kind) => {
+                helpers.push((kind, a.clone()));
+                false
             }
-            !is_tool
+            None => true,
         });
-        let mut tool_attrs = tool_attrs.into_iter();
-        let tool_attr = tool_attrs.next();
-        stray_tool_attrs
-            .extend(tool_attrs.map(|a| (a, "#[acp::tool] is given twice on this method")));
+        let mut helpers = helpers.into_iter();
+        let first = helpers.next();
+        stray_tool_attrs.extend(helpers.map(|(_, a)| {
+            (
+                a,
+                "a method takes one of #[acp::tool], #[acp::command] and #[acp::ext], once",
+            )
+        }));
         let ImplItem::Fn(f) = item else {
-            if let Some(a) = tool_attr {
-                stray_tool_attrs.push((a, "#[acp::tool] goes on an `async fn` method"));
+            if let Some((_, a)) = first {
+                stray_tool_attrs.push((
+                    a,
+                    "#[acp::tool], #[acp::command] and #[acp::ext] go on an `async fn` method",
+                ));
             }
             continue;
         };
@@ -74,8 +99,10 @@ pub(crate) fn agent(attr: TokenStream, item: TokenStream, errors: &mut Errors) -
             .filter(|a| a.path().is_ident("cfg"))
             .cloned()
             .collect();
-        let role = match tool_attr {
-            Some(attr) => Role::Tool(Box::new(tool(attr, f, errors))),
+        let role = match first {
+            Some((Helper::Tool, attr)) => Role::Tool(Box::new(tool(attr, f, errors))),
+            Some((Helper::Command, attr)) => Role::Command(Box::new(command(attr, f, errors))),
+            Some((Helper::Ext, attr)) => Role::Ext(Box::new(ext(attr, f, errors))),
             None => Method::find(&f.sig.ident.to_string()).map_or(Role::Other, Role::Recognised),
         };
         fns.push(Fn {
@@ -93,17 +120,23 @@ pub(crate) fn agent(attr: TokenStream, item: TokenStream, errors: &mut Errors) -
     })
 }
 
-/// Whether `attr` is `#[acp::tool]` under one of the paths the agent recognises: `tool`,
-/// `acp::tool`, `::acp::tool`, or `<crate>::tool` for the `crate = …` option.
-fn is_tool_attr(attr: &Attribute, krate: Option<&syn::Path>) -> bool {
+/// Which of the agent's helper attributes `attr` is, under one of the paths the agent
+/// recognises: `tool`, `acp::tool`, `::acp::tool`, or `<crate>::tool` for the `crate = …`
+/// option (and the same for `command` and `ext`).
+fn helper(attr: &Attribute, krate: Option<&syn::Path>) -> Option<Helper> {
     let path = flat(attr.path());
     let path = path.strip_prefix("::").unwrap_or(&path);
-    if path == "tool" || path == "acp::tool" {
-        return true;
-    }
-    krate.is_some_and(|k| {
+    let krate = krate.map(|k| {
         let k = flat(k);
-        path == format!("{}::tool", k.strip_prefix("::").unwrap_or(&k))
+        k.strip_prefix("::").unwrap_or(&k).to_owned()
+    });
+    Helper::ALL.iter().find_map(|(kind, name)| {
+        let matches = path == *name
+            || path == format!("acp::{name}")
+            || krate
+                .as_ref()
+                .is_some_and(|k| path == format!("{k}::{name}"));
+        matches.then_some(*kind)
     })
 }
 
@@ -130,6 +163,16 @@ fn agent_options(attr: TokenStream, errors: &mut Errors) -> Options {
             "name" => options.name = Some(meta.value()?.parse()?),
             "title" => options.title = Some(meta.value()?.parse()?),
             "version" => options.version = Some(meta.value()?.parse()?),
+            "modes" => options.modes = Some(meta.value()?.parse()?),
+            "config" => {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                let types =
+                    syn::punctuated::Punctuated::<syn::Type, syn::Token![,]>::parse_terminated(
+                        &content,
+                    )?;
+                options.config.extend(types);
+            }
             "crate" => {
                 let value = meta.value()?;
                 options.krate = Some(if value.peek(LitStr) {
@@ -180,6 +223,7 @@ fn tool(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Tool {
     let mut title = None;
     let mut name = None;
     let mut permission = false;
+    let mut requires = Vec::new();
     if !matches!(attr.meta, syn::Meta::Path(_)) {
         let mut seen = Vec::new();
         let parsed = attr.parse_nested_meta(|meta| {
@@ -190,6 +234,15 @@ fn tool(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Tool {
                 "permission" => {
                     permission = !meta.input.peek(syn::Token![=])
                         || meta.value()?.parse::<syn::LitBool>()?.value;
+                }
+                "requires" => {
+                    meta.parse_nested_meta(|inner| {
+                        match inner.path.get_ident() {
+                            Some(ident) => requires.push(ident.clone()),
+                            None => errors.at(&inner.path, "expected a capability name, e.g. `requires(terminal)`"),
+                        }
+                        Ok(())
+                    })?;
                 }
                 key => {
                     errors.at(
@@ -206,25 +259,7 @@ fn tool(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Tool {
         }
     }
 
-    let mut inputs = f
-        .sig
-        .inputs
-        .iter()
-        .skip_while(|a| matches!(a, FnArg::Receiver(_)));
-    let cx = match inputs.next() {
-        Some(FnArg::Typed(pt)) => Some(pt.clone()),
-        _ => None,
-    };
-    let mut params: Vec<Param> = inputs
-        .filter_map(|a| match a {
-            FnArg::Typed(pt) => Some(Param {
-                pat: (*pt.pat).clone(),
-                ty: (*pt.ty).clone(),
-                description: String::new(),
-            }),
-            FnArg::Receiver(_) => None,
-        })
-        .collect();
+    let (cx, mut params) = context_and_params(f);
     let names: Vec<String> = params
         .iter()
         .map(|p| p.ident().map(ToString::to_string).unwrap_or_default())
@@ -243,10 +278,123 @@ fn tool(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Tool {
         description,
         cx,
         params,
-        ret: match &f.sig.output {
-            syn::ReturnType::Type(_, ty) => Some((**ty).clone()),
-            syn::ReturnType::Default => None,
-        },
+        ret: return_type(f),
+        requires,
+    }
+}
+
+/// The first parameter after `&self` (the context), and the ones after it.
+fn context_and_params(f: &syn::ImplItemFn) -> (Option<syn::PatType>, Vec<Param>) {
+    let mut inputs = f
+        .sig
+        .inputs
+        .iter()
+        .skip_while(|a| matches!(a, FnArg::Receiver(_)));
+    let cx = match inputs.next() {
+        Some(FnArg::Typed(pt)) => Some(pt.clone()),
+        _ => None,
+    };
+    let params = inputs
+        .filter_map(|a| match a {
+            FnArg::Typed(pt) => Some(Param {
+                pat: (*pt.pat).clone(),
+                ty: (*pt.ty).clone(),
+                description: String::new(),
+            }),
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    (cx, params)
+}
+
+fn return_type(f: &syn::ImplItemFn) -> Option<syn::Type> {
+    match &f.sig.output {
+        syn::ReturnType::Type(_, ty) => Some((**ty).clone()),
+        syn::ReturnType::Default => None,
+    }
+}
+
+/// Parses one `#[acp::command(...)]` attribute and the method it is on.
+fn command(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Command {
+    let mut name = None;
+    let mut hint = None;
+    if !matches!(attr.meta, syn::Meta::Path(_)) {
+        let mut seen = Vec::new();
+        let parsed = attr.parse_nested_meta(|meta| {
+            match first_time(&mut seen, &meta, errors).as_str() {
+                "name" => name = Some(meta.value()?.parse()?),
+                "hint" => hint = Some(meta.value()?.parse()?),
+                key => {
+                    errors.at(
+                        &meta.path,
+                        format!("unknown option `{key}` for #[acp::command]; expected one of {COMMAND_OPTIONS}"),
+                    );
+                    skip_value(&meta)?;
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = parsed {
+            errors.push(e);
+        }
+    }
+    let (cx, params) = context_and_params(f);
+    Command {
+        attr,
+        name,
+        hint,
+        method: f.sig.ident.clone(),
+        description: doc_text(&f.attrs),
+        cx,
+        params,
+        ret: return_type(f),
+    }
+}
+
+/// Parses one `#[acp::ext("_vendor/name")]` (or `#[acp::ext("_vendor/name", notification)]`)
+/// attribute and the method it is on.
+fn ext(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Ext {
+    let mut name = None;
+    let mut notification = false;
+    match &attr.meta {
+        syn::Meta::List(list) => {
+            let parsed = list.parse_args_with(|input: syn::parse::ParseStream<'_>| {
+                name = Some(input.parse::<LitStr>()?);
+                if input.parse::<Option<syn::Token![,]>>()?.is_some() && !input.is_empty() {
+                    let flag: syn::Ident = input.parse()?;
+                    if flag == "notification" {
+                        notification = true;
+                    } else {
+                        errors.at(
+                            &flag,
+                            format!("unknown option `{flag}` for #[acp::ext]; the only one is `notification`: `#[acp::ext(\"_vendor/name\", notification)]`"),
+                        );
+                    }
+                    let _ = input.parse::<Option<syn::Token![,]>>()?;
+                }
+                Ok(())
+            });
+            if let Err(e) = parsed {
+                errors.push(syn::Error::new(
+                    e.span(),
+                    format!("{e}; write `#[acp::ext(\"_vendor/name\")]` (a request) or `#[acp::ext(\"_vendor/name\", notification)]`"),
+                ));
+            }
+        }
+        _ => errors.at(
+            &attr,
+            "#[acp::ext] needs the method's name: `#[acp::ext(\"_vendor/name\")]` (a request) or `#[acp::ext(\"_vendor/name\", notification)]`",
+        ),
+    }
+    let (cx, params) = context_and_params(f);
+    Ext {
+        attr,
+        name,
+        notification,
+        method: f.sig.ident.clone(),
+        cx,
+        params,
+        ret: return_type(f),
     }
 }
 

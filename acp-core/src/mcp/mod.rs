@@ -233,6 +233,7 @@ fn table(
                 title: title.replace('{', "{{").replace('}', "}}").into(),
                 permission: ask,
                 input_schema: serde_json::Value::Object((*tool.input_schema).clone()),
+                requires: std::borrow::Cow::Borrowed(&[]),
             };
             tools.push(McpTool {
                 def,

@@ -5,6 +5,7 @@ use crate::schema::{AGENT_METHOD_NAMES, CLIENT_METHOD_NAMES, PROTOCOL_LEVEL_METH
 // Answered by the agent.
 pub(crate) const INITIALIZE: &str = AGENT_METHOD_NAMES.initialize;
 pub(crate) const AUTHENTICATE: &str = AGENT_METHOD_NAMES.authenticate;
+pub(crate) const LOGOUT: &str = AGENT_METHOD_NAMES.logout;
 pub(crate) const SESSION_NEW: &str = AGENT_METHOD_NAMES.session_new;
 pub(crate) const SESSION_LOAD: &str = AGENT_METHOD_NAMES.session_load;
 pub(crate) const SESSION_PROMPT: &str = AGENT_METHOD_NAMES.session_prompt;

@@ -84,6 +84,7 @@ pub(crate) fn prompt_answer(
     id: &RequestId,
     outcome: Result<StopReason>,
     cancelled: bool,
+    meta: Option<crate::schema::Meta>,
 ) -> (Vec<u8>, Option<StopReason>) {
     let stop = match outcome {
         _ if cancelled => StopReason::Cancelled,
@@ -95,7 +96,7 @@ pub(crate) fn prompt_answer(
         }
     };
     (
-        jsonrpc::encode_result(id, &PromptResponse::new(stop)),
+        jsonrpc::encode_result(id, &PromptResponse::new(stop).meta(meta)),
         Some(stop),
     )
 }

@@ -9,14 +9,16 @@ use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
 use tracing::{debug, warn};
 
-use super::routes::{answer, open_session};
+use super::routes::answer;
+use super::sessions::{authenticated, connect_mcp, open_session};
 use super::{Router, params};
 use crate::agent::{Agent, SessionSetup};
 use crate::peer::Frame;
 use crate::protocol::{methods, v1};
-use crate::schema::{self, ContentBlock, ContentChunk, RequestId, SessionId, SessionUpdate};
+use crate::schema::{self, ContentBlock, Meta, RequestId, SessionId};
+use crate::session::config::STORE_KEY;
 use crate::session::roots::Roots;
-use crate::session::{Connection, Session, SessionState};
+use crate::session::{Connection, Request, Session, SessionState, user_chunk};
 use crate::store::{Record, SessionStore, StoredSession};
 use crate::{Error, Result};
 
@@ -53,21 +55,20 @@ pub(super) async fn save(conn: &Connection, state: &SessionState, title: Option<
     }
 }
 
-/// Records the user's prompt as `user_message_chunk`s, before the turn runs (so before any of
-/// its updates), straight into the store: the turn does not wait behind the output queue.
-pub(super) async fn record_prompt(conn: &Connection, session: &SessionId, blocks: &[ContentBlock]) {
-    let Some(store) = conn.peer.journal.store() else {
+/// Records the user's prompt as `user_message_chunk`s of one message, before the turn runs
+/// (so before any of its updates), straight into the store: the turn does not wait behind the
+/// output queue.
+pub(super) async fn record_prompt(state: &SessionState, blocks: &[ContentBlock]) {
+    let Some(store) = state.conn.peer.journal.store() else {
         return;
     };
+    let message = state.messages.user_message();
     let records: Vec<Record> = blocks
         .iter()
-        .filter_map(|block| {
-            let update = SessionUpdate::UserMessageChunk(ContentChunk::new(block.clone()));
-            Record::update(&update).ok()
-        })
+        .filter_map(|block| Record::update(&user_chunk(block.clone(), &message)).ok())
         .collect();
-    if let Err(e) = store.append(session, &records).await {
-        warn!(%session, "could not record the prompt: {e}");
+    if let Err(e) = store.append(&state.id, &records).await {
+        warn!(session = %state.id, "could not record the prompt: {e}");
     }
 }
 
@@ -100,39 +101,51 @@ pub(super) fn list<A: Agent>(
     }))
 }
 
+/// A `session/load` or `session/resume` to answer from the store.
+pub(super) struct Reopen {
+    pub session_id: SessionId,
+    pub roots: Roots,
+    pub mcp_servers: Vec<schema::McpServer>,
+    pub meta: Option<Meta>,
+    /// Replay the conversation (`load`) or not (`resume`).
+    pub replay: bool,
+}
+
 /// `session/load` with a store: the conversation is replayed from it, then the agent gives the
-/// session's setup; `session/resume` (`replay: false`) the same without the replay.
+/// session's setup; `session/resume` (`replay: false`) the same without the replay. The
+/// session's modes and config options, and the agent's persisted values, come back as they
+/// were saved.
 pub(super) fn reopen<A: Agent>(
     r: &Router<A>,
     id: RequestId,
-    session_id: SessionId,
-    roots: Roots,
-    mcp_servers: Vec<schema::McpServer>,
-    replay: bool,
+    req: Reopen,
 ) -> BoxFuture<'static, ()> {
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
     let store = r.store().cloned();
     Box::pin(async move {
         let Some(store) = store else { return };
+        if let Err(e) = authenticated(&*agent, &conn).await {
+            return answer(&conn, &id, Err::<(), _>(e)).await;
+        }
         let stored = async {
-            known(&*store, &session_id).await?;
-            let records = store.records(&session_id, None).await?;
-            Ok((records, store.state(&session_id).await?))
+            let session = known(&*store, &req.session_id).await?;
+            let records = store.records(&req.session_id, None).await?;
+            Ok((session, records, store.state(&req.session_id).await?))
         };
-        let (records, values) = match stored.await {
+        let (session, records, mut values) = match stored.await {
             Ok(stored) => stored,
             Err(e) => return answer(&conn, &id, Err::<(), _>(e)).await,
         };
         // A session open on this connection already is replaced (its turn cancelled).
-        if let Some(open) = conn.sessions.remove(&session_id) {
-            open.cancel_turn();
+        if let Some(open) = conn.sessions.remove(&req.session_id) {
             tokio::spawn(async move { crate::mcp::stop(&open).await });
         }
-        let state = SessionState::new(&conn, session_id, roots, mcp_servers);
+        let settings = values.remove(STORE_KEY);
+        let state = SessionState::new(&conn, req.session_id, req.roots, req.mcp_servers);
         state.persisted.restore(values);
-        super::routes::connect_mcp(&*agent, &state);
-        continue_tool_call_ids(&state, &records);
-        if replay {
+        connect_mcp(&*agent, &state);
+        continue_numbering(&state, &records);
+        if req.replay {
             for (_, record) in &records {
                 if let Record::Update { update } = record
                     && let Ok(bytes) = v1::raw_update(&state.id, update)
@@ -142,26 +155,30 @@ pub(super) fn reopen<A: Agent>(
             }
             debug!(session = %state.id, records = records.len(), "replayed the session");
         }
-        let cx = Session::new(state.clone(), None);
-        // The agent's own setup (modes, config): its `load_session` when it handles loading
-        // itself, otherwise what it gives a new session.
+        let cx = Session::new(state.clone(), None).handling(Request::new(req.meta));
+        cx.restore_settings(settings.as_ref());
+        // The agent's own setup: its `load_session` when it handles loading itself,
+        // otherwise what it gives a new session.
         let setup: Result<SessionSetup> = if agent.capabilities().load_session {
             agent.load_session(&cx).await
         } else {
             agent.new_session(&cx).await
         };
-        if replay {
-            open_session(&conn, &id, state, setup, |_, setup| {
+        let opened = (state, session.title);
+        if req.replay {
+            open_session(&*agent, &conn, &id, opened, setup, |o| {
                 schema::LoadSessionResponse::new()
-                    .modes(setup.modes)
-                    .config_options(setup.config_options)
+                    .modes(o.modes)
+                    .config_options(o.config_options)
+                    .meta(o.meta)
             })
             .await;
         } else {
-            open_session(&conn, &id, state, setup, |_, setup| {
+            open_session(&*agent, &conn, &id, opened, setup, |o| {
                 schema::ResumeSessionResponse::new()
-                    .modes(setup.modes)
-                    .config_options(setup.config_options)
+                    .modes(o.modes)
+                    .config_options(o.config_options)
+                    .meta(o.meta)
             })
             .await;
         }
@@ -175,7 +192,14 @@ pub(super) fn resume<A: Agent>(
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::ResumeSessionRequest = params(methods::SESSION_RESUME, raw)?;
     let roots = Roots::new(req.cwd, req.additional_directories)?;
-    Ok(reopen(r, id, req.session_id, roots, req.mcp_servers, false))
+    let reopen_ = Reopen {
+        session_id: req.session_id,
+        roots,
+        mcp_servers: req.mcp_servers,
+        meta: req.meta,
+        replay: false,
+    };
+    Ok(reopen(r, id, reopen_))
 }
 
 pub(super) fn delete<A: Agent>(
@@ -187,9 +211,8 @@ pub(super) fn delete<A: Agent>(
     let (store, conn) = (r.store().cloned(), r.conn.clone());
     Ok(Box::pin(async move {
         let Some(store) = store else { return };
-        if let Some(open) = conn.sessions.remove(&req.session_id) {
-            open.cancel_turn();
-        }
+        // Closing it cancels its turn.
+        conn.sessions.remove(&req.session_id);
         let deleted = store.delete(&req.session_id).await;
         answer(
             &conn,
@@ -200,36 +223,45 @@ pub(super) fn delete<A: Agent>(
     }))
 }
 
-/// `-32002` unless the store has the session.
-async fn known(store: &dyn SessionStore, id: &SessionId) -> Result<()> {
+/// The stored session, or `-32002`.
+async fn known(store: &dyn SessionStore, id: &SessionId) -> Result<StoredSession> {
     match store.session(id).await? {
-        Some(_) => Ok(()),
+        Some(session) => Ok(session),
         None => Err(Error::from_rpc(schema::Error::session_not_found(
             id.clone(),
         ))),
     }
 }
 
-/// Tool calls numbered after the ones already recorded, so ids stay unique across restarts.
-fn continue_tool_call_ids(state: &SessionState, records: &[(u64, Record)]) {
-    /// The one field of an update read here.
+/// Tool calls and messages numbered after the ones already recorded, so ids stay unique in
+/// the session across restarts.
+fn continue_numbering(state: &SessionState, records: &[(u64, Record)]) {
+    /// The fields of an update read here.
     #[derive(serde::Deserialize)]
-    struct ToolCallOf<'a> {
+    struct Ids<'a> {
         #[serde(rename = "toolCallId", borrow)]
         tool_call_id: Option<std::borrow::Cow<'a, str>>,
+        #[serde(rename = "messageId", borrow)]
+        message_id: Option<std::borrow::Cow<'a, str>>,
     }
-    let next = records
-        .iter()
-        .filter_map(|(_, record)| match record {
-            Record::Update { update } => {
-                serde_json::from_str::<ToolCallOf<'_>>(update.get())
-                    .ok()?
-                    .tool_call_id
-            }
-            Record::TurnEnded { .. } => None,
-        })
-        .filter_map(|id| id.strip_prefix("call_")?.parse::<u64>().ok())
-        .max()
-        .map_or(0, |n| n + 1);
-    state.next_tool_call.fetch_max(next, Ordering::Relaxed);
+    let number = |id: Option<std::borrow::Cow<'_, str>>, prefix: &str| {
+        id.and_then(|id| id.strip_prefix(prefix)?.parse::<u64>().ok())
+    };
+    let (mut calls, mut messages) = (None::<u64>, None::<u64>);
+    for (_, record) in records {
+        let Record::Update { update } = record else {
+            continue;
+        };
+        let Ok(ids) = serde_json::from_str::<Ids<'_>>(update.get()) else {
+            continue;
+        };
+        calls = calls.max(number(ids.tool_call_id, "call_"));
+        messages = messages.max(number(ids.message_id, "msg_"));
+    }
+    if let Some(n) = calls {
+        state.next_tool_call.fetch_max(n + 1, Ordering::Relaxed);
+    }
+    if let Some(n) = messages {
+        state.messages.continue_after(n);
+    }
 }

@@ -4,8 +4,12 @@
 //! (it does not advertise it), is answered `-32601`; anything but `initialize` before
 //! `initialize` is answered `-32600`.
 
+mod auth;
+mod ext;
 mod history;
+mod prompt;
 mod routes;
+mod sessions;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -23,7 +27,7 @@ use crate::jsonrpc;
 use crate::peer::{Admission, Dispatch, Frame, admitted};
 use crate::protocol::methods;
 use crate::schema::{self, ErrorCode, RequestId};
-use crate::session::Connection;
+use crate::session::{Connection, Settings};
 use crate::turn::Turn;
 use crate::{Error, Result};
 
@@ -73,10 +77,12 @@ pub(crate) struct Router<A> {
     pub prompts: Arc<Mutex<HashMap<RequestId, Arc<Turn>>>>,
     routes: Vec<Route<A>>,
     notifications: Vec<NotificationRoute<A>>,
+    /// The agent's modes and config options (also on the connection, for sessions).
+    pub settings: Arc<Settings>,
 }
 
 impl<A: Agent> Router<A> {
-    pub fn new(agent: Arc<A>, conn: Arc<Connection>) -> Self {
+    pub fn new(agent: Arc<A>, conn: Arc<Connection>, settings: Arc<Settings>) -> Self {
         Router {
             agent,
             conn,
@@ -84,6 +90,7 @@ impl<A: Agent> Router<A> {
             prompts: Arc::default(),
             routes: routes::requests(),
             notifications: routes::notifications(),
+            settings,
         }
     }
 
@@ -116,6 +123,18 @@ impl<A: Agent> Router<A> {
     }
 }
 
+impl<A: Agent> Router<A> {
+    /// Runs a notification's handler as a task of its own (tracked like the others); a panic
+    /// in it is logged.
+    fn spawn_notification(&self, fut: impl Future<Output = ()> + Send + 'static) {
+        self.tasks.spawn(async move {
+            if let Err(panic) = AssertUnwindSafe(fut).catch_unwind().await {
+                Error::panicked("an extension notification handler", panic.as_ref());
+            }
+        });
+    }
+}
+
 impl<A: Agent> Dispatch for Router<A> {
     fn request(
         &self,
@@ -125,14 +144,6 @@ impl<A: Agent> Dispatch for Router<A> {
         admission: Admission,
     ) {
         let peer = &self.conn.peer;
-        let route = self
-            .routes
-            .iter()
-            .find(|r| r.method == method && (r.gate)(self));
-        let Some(route) = route else {
-            let error = Error::method_not_found(method).to_rpc();
-            return peer.reply_error(&id, error, admission);
-        };
         if method != methods::INITIALIZE && self.conn.client.get().is_none() {
             let error = schema::Error::new(
                 ErrorCode::InvalidRequest.into(),
@@ -140,6 +151,18 @@ impl<A: Agent> Dispatch for Router<A> {
             );
             return peer.reply_error(&id, error, admission);
         }
+        let route = self
+            .routes
+            .iter()
+            .find(|r| r.method == method && (r.gate)(self));
+        let Some(route) = route else {
+            if let Some(&method) = self.agent.ext_methods().iter().find(|m| **m == method) {
+                // An extension method the agent declares (its name starts with `_`).
+                return self.ext_request(id, method, params, admission);
+            }
+            let error = Error::method_not_found(method).to_rpc();
+            return peer.reply_error(&id, error, admission);
+        };
         match &route.handler {
             Handler::Inline(answer) => match answer(self, &id, params) {
                 Ok(bytes) => peer.reply(Frame::new(bytes, None), admission),
@@ -155,6 +178,7 @@ impl<A: Agent> Dispatch for Router<A> {
     fn notification(&self, method: &str, params: Option<&RawValue>) {
         match self.notifications.iter().find(|n| n.method == method) {
             Some(route) => (route.handler)(self, params),
+            None if method.starts_with('_') && self.ext_notification(method, params) => {}
             None => debug!(method, "ignored a notification"),
         }
     }

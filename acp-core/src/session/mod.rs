@@ -3,7 +3,10 @@
 //! calls), what the runtime keeps per session and per connection, and the registry of a
 //! connection's sessions.
 
+mod client;
+pub(crate) mod config;
 mod fs;
+mod messages;
 mod persist;
 pub(crate) mod registry;
 pub(crate) mod roots;
@@ -16,7 +19,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+pub use client::Client;
+pub(crate) use client::Request;
+pub(crate) use config::list;
+pub use config::{Choice, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Modes, Settings};
 pub use fs::Fs;
+pub(crate) use messages::user_chunk;
 pub use persist::{Persist, Persisted};
 pub(crate) use state::{Connection, SessionState};
 pub use terminal::{Terminal, Terminals};
@@ -25,9 +33,10 @@ pub use tool_call::{ToolCallBuilder, ToolCallGuard, in_tool_call};
 use crate::peer::{Frame, Journaled};
 use crate::protocol::methods;
 use crate::schema::{
-    self, ClientCapabilities, ContentBlock, ContentChunk, McpServer, PermissionOption,
-    PermissionOptionId, Plan, PlanEntry, RequestPermissionOutcome, SessionId, SessionUpdate,
-    ToolCallUpdate,
+    self, AvailableCommand, AvailableCommandsUpdate, ClientCapabilities, ContentBlock,
+    ContentChunk, McpServer, Meta, PermissionOption, PermissionOptionId, Plan, PlanEntry,
+    RequestPermissionOutcome, SessionId, SessionInfoUpdate, SessionUpdate, ToolCallUpdate,
+    UsageUpdate,
 };
 use crate::turn::Turn;
 use crate::{Error, Result};
@@ -51,6 +60,8 @@ use agent_client_protocol_schema::MaybeUndefined;
 pub struct Session {
     pub(crate) state: Arc<SessionState>,
     pub(crate) turn: Option<Arc<Turn>>,
+    /// The request being handled with this handle (`session/new`, a prompt…), if any.
+    pub(crate) request: Option<Arc<Request>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -65,7 +76,125 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     pub(crate) fn new(state: Arc<SessionState>, turn: Option<Arc<Turn>>) -> Self {
-        Session { state, turn }
+        Session {
+            state,
+            turn,
+            request: None,
+        }
+    }
+
+    /// The same handle, handling `request`.
+    pub(crate) fn handling(mut self, request: Arc<Request>) -> Self {
+        self.request = Some(request);
+        self
+    }
+
+    /// A handle of this session that is not tied to the current prompt turn, for updates
+    /// outside any turn: a title computed after the turn, progress of a background task,
+    /// an agent-initiated mode switch.
+    ///
+    /// Its updates are sent whenever they are made (before, between or after turns: they are
+    /// not ordered against a turn's answer), and recorded with the session like any other.
+    /// It does not see the turn's cancellation. Once the session is closed (`session/close`,
+    /// `session/delete`, reopened by `session/load`, or the connection ends) everything sent
+    /// through it fails with [`Error::SessionClosed`]: keep it no longer than the work it
+    /// serves.
+    ///
+    /// ```no_run
+    /// # async fn turn(cx: &acp_core::Session) -> acp_core::Result<()> {
+    /// let later = cx.detached();
+    /// tokio::spawn(async move {
+    ///     let title = "Refactoring the parser"; // e.g. asked of a model
+    ///     let _ = later.title(title).await;
+    /// });
+    /// # Ok(()) }
+    /// ```
+    pub fn detached(&self) -> Session {
+        Session::new(self.state.clone(), None)
+    }
+
+    /// The client this session belongs to: its `clientInfo`, and the agent's extension
+    /// requests and notifications to it (cancelled with the turn, inside one).
+    pub fn client(&self) -> Client {
+        Client {
+            conn: self.state.conn.clone(),
+            request: None,
+            cancel: self.turn.as_ref().map(|t| t.cancel.clone()),
+        }
+    }
+
+    /// The `_meta` the client sent with the request this handle is handling (the prompt of
+    /// a turn, `session/new`, `session/load`…), if any.
+    pub fn request_meta(&self) -> Option<&Meta> {
+        self.request.as_ref().and_then(|r| r.meta())
+    }
+
+    /// Sets the `_meta` of the answer to the request this handle is handling: the
+    /// `session/prompt` answer inside a turn. Does nothing on a handle that handles no request
+    /// (use [`SessionSetup::meta`](crate::SessionSetup::meta) for `session/new`).
+    pub fn set_answer_meta(&self, meta: Meta) {
+        if let Some(request) = &self.request {
+            request.set_answer_meta(meta);
+        }
+    }
+
+    /// Sets the session's title, shown by the client and by `session/list`
+    /// (`session_info_update`).
+    pub async fn title(&self, title: impl Into<String>) -> Result<()> {
+        self.update(SessionUpdate::SessionInfoUpdate(
+            SessionInfoUpdate::new().title(title.into()),
+        ))
+        .await
+    }
+
+    /// Reports how much of the model's context the session uses, and optionally what it cost
+    /// so far (`usage_update`), for the client's context meter.
+    ///
+    /// ```no_run
+    /// # async fn turn(cx: &acp_core::Session) -> acp_core::Result<()> {
+    /// use acp_core::schema::{Cost, UsageUpdate};
+    /// cx.usage(UsageUpdate::new(53_000, 200_000).cost(Cost::new(0.045, "USD"))).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn usage(&self, usage: UsageUpdate) -> Result<()> {
+        self.update(SessionUpdate::UsageUpdate(usage)).await
+    }
+
+    /// Starts a new message: the next [`message`](Session::message) (or
+    /// [`thought`](Session::thought)) chunk gets a new `messageId`. Chunks are grouped into
+    /// messages on their own (a run of chunks of one kind is one message); call this between
+    /// two messages that follow each other directly.
+    pub fn new_message(&self) {
+        self.state.messages.end();
+    }
+
+    /// The slash commands the client was last told about (`available_commands_update`).
+    pub fn commands(&self) -> Vec<AvailableCommand> {
+        self.state
+            .commands
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replaces the session's slash commands and tells the client
+    /// (`available_commands_update`). A prompt starting with `/name` runs the agent's
+    /// `#[acp::command]` method `name` only while `name` is among them; the others (commands
+    /// without a method) reach `prompt` as text.
+    pub async fn set_commands(
+        &self,
+        commands: impl IntoIterator<Item = AvailableCommand>,
+    ) -> Result<()> {
+        let commands: Vec<_> = commands.into_iter().collect();
+        *self
+            .state
+            .commands
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = commands.clone();
+        self.update(SessionUpdate::AvailableCommandsUpdate(
+            AvailableCommandsUpdate::new(commands),
+        ))
+        .await
     }
 
     /// The session's id.
@@ -160,7 +289,11 @@ impl Session {
     ///
     /// Updates of one session reach the client in the order they were sent, and every update of
     /// a turn reaches it before the turn's answer.
-    pub async fn update(&self, update: SessionUpdate) -> Result<()> {
+    pub async fn update(&self, mut update: SessionUpdate) -> Result<()> {
+        if self.turn.is_none() && self.state.is_closed() {
+            return Err(Error::SessionClosed);
+        }
+        self.state.messages.stamp(&mut update);
         let journal = &self.state.conn.peer.journal;
         // A title for `session/list`.
         let title = match &update {

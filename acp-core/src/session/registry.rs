@@ -29,14 +29,23 @@ impl Registry {
         self.map().get(id).cloned()
     }
 
-    /// Removes the session `id`, returning it if it was known.
+    /// Removes the session `id` and closes it (its running turn is cancelled, handles kept
+    /// outside a turn can no longer send), returning it if it was known.
     pub fn remove(&self, id: &SessionId) -> Option<Arc<SessionState>> {
-        self.map().remove(id)
+        let removed = self.map().remove(id);
+        if let Some(session) = &removed {
+            session.close();
+        }
+        removed
     }
 
-    /// Removes every session.
+    /// Removes and closes every session.
     pub fn clear(&self) -> Vec<Arc<SessionState>> {
-        self.map().drain().map(|(_, s)| s).collect()
+        let sessions: Vec<_> = self.map().drain().map(|(_, s)| s).collect();
+        for session in &sessions {
+            session.close();
+        }
+        sessions
     }
 }
 

@@ -4,9 +4,11 @@
 use super::roots::Roots;
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::config;
+use super::messages::Messages;
 use super::persist::PersistedValues;
 use super::registry::Registry;
 use crate::peer::Peer;
@@ -67,6 +69,10 @@ pub(crate) struct Connection {
     pub peer: Arc<Peer>,
     /// What the client said it supports, once it said it.
     pub client: OnceLock<schema::ClientCapabilities>,
+    /// The client's `clientInfo`, once it sent `initialize`.
+    pub client_info: OnceLock<Option<schema::Implementation>>,
+    /// The client completed `authenticate` (and did not `logout` since).
+    pub authenticated: AtomicBool,
     /// The sessions of this connection.
     pub sessions: Registry,
     /// Values layers above this one attach to the connection (e.g. the agent's tools).
@@ -78,6 +84,8 @@ impl Connection {
         Connection {
             peer,
             client: OnceLock::new(),
+            client_info: OnceLock::new(),
+            authenticated: AtomicBool::new(false),
             sessions: Registry::default(),
             extensions: TypeMap::default(),
         }
@@ -105,6 +113,15 @@ pub(crate) struct SessionState {
     /// Answers the user gave with "always", per permission key.
     pub remembered: Mutex<HashMap<String, bool>>,
     pub next_tool_call: AtomicU64,
+    /// The message ids of the chunks it sends.
+    pub messages: Messages,
+    /// The current values of the agent's modes and config options.
+    pub settings: config::Values,
+    /// The slash commands the client was last told about.
+    pub commands: Mutex<Vec<schema::AvailableCommand>>,
+    /// The session was closed (or reopened elsewhere): handles outside a turn may no longer
+    /// send anything for it.
+    pub closed: AtomicBool,
     /// The author's per-session values, one per type.
     pub values: TypeMap,
     /// Which of them persist, and the stored ones not asked for yet.
@@ -126,6 +143,10 @@ impl SessionState {
             turn: Mutex::new(None),
             remembered: Mutex::new(HashMap::new()),
             next_tool_call: AtomicU64::new(0),
+            messages: Messages::default(),
+            settings: config::Values::default(),
+            commands: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
             values: TypeMap::default(),
             persisted: PersistedValues::default(),
         })
@@ -151,5 +172,16 @@ impl SessionState {
     /// Frees the session for its next turn.
     pub fn end_turn(&self) {
         lock(&self.turn).take();
+    }
+
+    /// Marks the session closed and cancels its running turn, if any.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.cancel_turn();
+    }
+
+    /// Whether the session was closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 }

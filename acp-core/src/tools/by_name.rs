@@ -79,6 +79,8 @@ impl Args {
     /// call, fails it with every problem, and returns [`Error::InvalidParams`] with the
     /// same message (meant for a model to read and retry).
     pub async fn finish(mut self, cx: &Session) -> Result<()> {
+        // A tool the client cannot run fails before anything is shown.
+        super::spec::check_requirements(self.spec.requires, cx.client_capabilities())?;
         for unknown in self.map.keys() {
             self.problems.push(format!("unknown argument `{unknown}`"));
         }

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use futures_util::FutureExt;
 
 use super::checks::Ret;
-use super::spec::{ALLOW_ALWAYS, ALLOW_ONCE, REJECT_ALWAYS, REJECT_ONCE, ToolInput, ToolSpec};
+use super::spec::{
+    ALLOW_ALWAYS, ALLOW_ONCE, REJECT_ALWAYS, REJECT_ONCE, ToolInput, ToolSpec, check_requirements,
+};
 use super::title::render_title;
 use crate::schema::{
     PermissionOption, PermissionOptionKind, ToolCallLocation, ToolCallUpdate, ToolCallUpdateFields,
@@ -49,6 +51,7 @@ where
     F: Future<Output = R>,
 {
     cx.check_cancelled()?;
+    check_requirements(spec.requires, cx.client_capabilities())?;
     let raw = serde_json::Value::Object(input.raw);
     let call = start(cx, spec, raw.clone(), &input.locations).await?;
     if spec.permission

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 pub use output::{IntoToolOutput, Json, ToolLocations, ToolOutput};
+pub use spec::Requirement;
 
 use crate::Result;
 use crate::schema::ToolKind;
@@ -49,6 +50,8 @@ pub struct ToolDef {
     pub permission: bool,
     /// JSON Schema of the tool's arguments (an object with one property per parameter).
     pub input_schema: serde_json::Value,
+    /// The client capabilities the tool cannot run without.
+    pub requires: Cow<'static, [spec::Requirement]>,
 }
 
 impl Serialize for ToolDef {
@@ -150,7 +153,10 @@ impl Session {
     /// by [`Server::mcp_timeout`](crate::Server::mcp_timeout)); servers that failed are left
     /// out (see [`Session::mcp_status`]).
     pub async fn tools(&self) -> Vec<ToolDef> {
+        let client = self.client_capabilities();
         let mut tools = self.tool_host().map(|h| h.tools()).unwrap_or_default();
+        // What the client cannot run is not offered.
+        tools.retain(|t| t.requires.iter().all(|r| r.is_met_by(client)));
         if let Some(extra) = self.extra_tools() {
             tools.extend(extra.tools().await);
         }

@@ -67,6 +67,7 @@ impl Def {
             title: self.spec.title.into(),
             permission: self.spec.permission,
             input_schema: schema.into(),
+            requires: self.spec.requires.into(),
         }
     }
 }

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use super::ToolLocations;
 use super::checks::ArgSerialize;
-use crate::schema::ToolKind;
+use crate::schema::{ClientCapabilities, ToolKind};
+use crate::{Error, Result};
 
 /// Permission option ids, stable so that clients and tests can rely on them.
 pub const ALLOW_ONCE: &str = "allow_once";
@@ -32,6 +33,53 @@ pub struct ToolSpec {
     pub params: &'static [Param],
     /// Whether to ask the user first.
     pub permission: bool,
+    /// What the client must offer for the tool to run.
+    pub requires: &'static [Requirement],
+}
+
+/// A client capability a tool cannot run without (`#[acp::tool(requires(terminal))]`). A
+/// tool whose requirement the client lacks is left out of
+/// [`Session::tools`](crate::Session::tools), and a call of it fails with
+/// [`Error::Unsupported`] before anything is sent (no tool call shown, no permission asked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Requirement {
+    /// The client's terminals (`terminal`).
+    Terminal,
+    /// Reading files through the client (`fs.readTextFile`).
+    ReadTextFile,
+    /// Writing files through the client (`fs.writeTextFile`).
+    WriteTextFile,
+}
+
+impl Requirement {
+    /// The capability as the protocol names it, e.g. `fs.readTextFile`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Requirement::Terminal => "terminal",
+            Requirement::ReadTextFile => "fs.readTextFile",
+            Requirement::WriteTextFile => "fs.writeTextFile",
+        }
+    }
+
+    /// Whether a client with `capabilities` meets it.
+    pub fn is_met_by(self, capabilities: &ClientCapabilities) -> bool {
+        match self {
+            Requirement::Terminal => capabilities.terminal,
+            Requirement::ReadTextFile => capabilities.fs.read_text_file,
+            Requirement::WriteTextFile => capabilities.fs.write_text_file,
+        }
+    }
+}
+
+/// `Err(Unsupported)` naming the first of `requires` the client does not meet.
+pub(crate) fn check_requirements(
+    requires: &[Requirement],
+    capabilities: &ClientCapabilities,
+) -> Result<()> {
+    match requires.iter().find(|r| !r.is_met_by(capabilities)) {
+        Some(missing) => Err(Error::Unsupported(missing.name())),
+        None => Ok(()),
+    }
 }
 
 /// One parameter of a tool.

@@ -47,6 +47,19 @@ pub(super) fn constant(tool: &Tool, cfgs: &[Attribute], p: &TokenStream) -> Toke
         .as_ref()
         .map_or_else(|| name.clone(), syn::LitStr::value);
     let permission = tool.permission;
+    let requires = tool
+        .requires
+        .iter()
+        .filter_map(|r| {
+            crate::model::REQUIREMENTS
+                .iter()
+                .find(|(name, _)| r == name)
+        })
+        .flat_map(|(_, variants)| variants.iter())
+        .map(|v| {
+            let v = format_ident!("{}", v);
+            quote!(#p::Requirement::#v)
+        });
     let params = tool
         .params
         .iter()
@@ -74,6 +87,7 @@ pub(super) fn constant(tool: &Tool, cfgs: &[Attribute], p: &TokenStream) -> Toke
                 title: #title,
                 params: &[#(#params),*],
                 permission: #permission,
+                requires: &[#(#requires),*],
             },
             ret: #ret_ops,
             args: (#(#arg_ops,)*),

@@ -9,7 +9,7 @@ impl Agent {
         Ok(StopReason::EndTurn)
     }
 
-    async fn authenticate(&self, _method: acp::schema::AuthMethodId) -> acp::Result<()> {
+    async fn authenticate(&self, _cx: &acp::Client, _method: acp::schema::AuthMethodId) -> acp::Result<()> {
         Ok(())
     }
 }

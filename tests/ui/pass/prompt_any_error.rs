@@ -16,8 +16,23 @@ impl Agent {
         Ok(SessionSetup::default())
     }
 
-    async fn set_mode(&self, _cx: &Session, _mode: acp::schema::SessionModeId) -> Result<(), acp::Error> {
+    async fn logout(&self, _cx: &acp::Client) -> Result<(), acp::Error> {
         Ok(())
+    }
+
+    fn auth_methods(&self) -> Vec<acp::schema::AuthMethod> {
+        Vec::new()
+    }
+
+    async fn authenticate(&self, _cx: &acp::Client, _method: acp::schema::AuthMethodId) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// Repeats the text after it.
+    #[acp::command]
+    async fn again(&self, cx: &Session, text: String) -> anyhow::Result<StopReason> {
+        cx.message(text).await?;
+        Ok(StopReason::EndTurn)
     }
 }
 
