@@ -43,7 +43,8 @@
 //! - [`Agent`]: the trait the macro implements, to write by hand if you prefer;
 //! - [`Session::tools`] / [`Session::call_tool`]: the agent's tools and those of the MCP
 //!   servers the editor gave the session, which the runtime connects (stdio always, streamable
-//!   HTTP with feature `mcp-http`, on by default); [`Session::mcp_status`] says which failed;
+//!   HTTP with feature `mcp-http` and the legacy HTTP+SSE transport with feature `mcp-sse`,
+//!   both on by default); [`Session::mcp_status`] says which failed;
 //! - [`testing`]: an in-process editor to unit-test an agent with;
 //! - [`schema`]: the protocol's wire types, from the official schema crate.
 //!

@@ -1,6 +1,7 @@
 //! The client's MCP servers, connected by the runtime, against real MCP servers nobody here
 //! wrote: the official `@modelcontextprotocol/server-everything` (over stdio, and over
-//! streamable HTTP on 127.0.0.1) and `@modelcontextprotocol/server-filesystem`, pinned by
+//! streamable HTTP and the legacy HTTP+SSE transport on 127.0.0.1) and
+//! `@modelcontextprotocol/server-filesystem`, pinned by
 //! tests/mcp/package-lock.json (installed by .ci/run, or here with `npm ci` on first use).
 //!
 //! Most tests drive the `mcp` example agent as a child process over its pipes: `tools` lists
@@ -15,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use acp::schema::{EnvVariable, McpServer, McpServerHttp, McpServerStdio};
+use acp::schema::{
+    EnvVariable, HttpHeader, McpServer, McpServerHttp, McpServerSse, McpServerStdio,
+};
 use acp::testing::{Direction, Frame, PermissionPolicy, TestClient};
 use acp::{Prompt, Session, StopReason};
 use serde_json::{Value, json};
@@ -203,11 +206,7 @@ async fn mcp_tools_are_listed_beside_the_agents_own_under_unambiguous_names() {
     let client = spawn_example(&cwd, PermissionPolicy::AllowOnce).await;
     let caps = &client.initialize_response()["agentCapabilities"]["mcpCapabilities"];
     assert_eq!(caps["http"], json!(true), "HTTP is compiled in by default");
-    assert_ne!(
-        caps["sse"],
-        json!(true),
-        "rmcp has no SSE client: not advertised"
-    );
+    assert_eq!(caps["sse"], json!(true), "SSE is compiled in by default");
     let servers = vec![
         everything("everything", &tag),
         everything("twin", &tag),
@@ -647,43 +646,89 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// server-everything in its streamable HTTP mode, killed when dropped.
-struct HttpServer(std::process::Child);
+/// server-everything listening on 127.0.0.1 (`streamableHttp` or `sse`), killed when dropped.
+struct HttpServer {
+    child: std::process::Child,
+    port: u16,
+    /// In its environment, to check it is gone.
+    tag: String,
+    /// Its stderr, where it logs its clients coming and going.
+    log: PathBuf,
+}
+
+impl HttpServer {
+    /// Starts server-everything in `mode` on a free port, and waits until it listens.
+    async fn start(mode: &str) -> HttpServer {
+        let port = free_port();
+        let tag = tag();
+        let log = workspace().join("server.log");
+        let server = HttpServer {
+            child: std::process::Command::new("node")
+                .arg(everything_js())
+                .arg(mode)
+                .env("PORT", port.to_string())
+                .env("ACP_MCP_TEST_TAG", &tag)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .unwrap(),
+            port,
+            tag,
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "server-everything did not listen on {port}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        server
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Waits until its log says `text` (at most 5 s).
+    async fn wait_for_log(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if log.contains(text) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "no `{text}` in its log:\n{log}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Kills it, and checks nothing of it is left.
+    async fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            gone(&self.tag, Duration::from_secs(3)).await,
+            Vec::<u32>::new()
+        );
+    }
+}
 
 impl Drop for HttpServer {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_servers_connect_over_streamable_http() {
-    let port = free_port();
-    let server = HttpServer(
-        std::process::Command::new("node")
-            .arg(everything_js())
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "server-everything did not listen on {port}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let server = HttpServer::start("streamableHttp").await;
     let cwd = workspace();
     let client = spawn_example(&cwd, PermissionPolicy::AllowOnce).await;
-    let http = McpServer::Http(McpServerHttp::new(
-        "web",
-        format!("http://127.0.0.1:{port}/mcp"),
-    ));
+    let http = McpServer::Http(McpServerHttp::new("web", server.url("/mcp")));
     let session = client.new_session_with_mcp(vec![http]).await.unwrap();
     let (_, frames) = prompt(&client, session.id(), "tools").await;
     assert!(
@@ -702,7 +747,110 @@ async fn http_servers_connect_over_streamable_http() {
     );
     assert!(said(&frames).contains("42"), "{}", said(&frames));
     client.close().await.unwrap();
-    drop(server);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_servers_connect_over_the_legacy_http_with_sse_transport() {
+    // GET /sse for the stream; its `endpoint` event names /message?sessionId=… (relative).
+    let server = HttpServer::start("sse").await;
+    let cwd = workspace();
+    let client = spawn_example(&cwd, PermissionPolicy::AllowOnce).await;
+    let caps = &client.initialize_response()["agentCapabilities"]["mcpCapabilities"];
+    assert_eq!(caps["sse"], json!(true), "{caps}");
+    let sse = McpServer::Sse(
+        McpServerSse::new("legacy", server.url("/sse"))
+            .headers(vec![HttpHeader::new("X-Acp-Test", "1")]),
+    );
+    // The same server at a path it has no stream at: 404.
+    let lost = McpServer::Sse(McpServerSse::new("lost", server.url("/nowhere")));
+    let session = client.new_session_with_mcp(vec![sse, lost]).await.unwrap();
+    let (_, frames) = prompt(&client, session.id(), "status").await;
+    let status = said(&frames);
+    assert!(status.contains("legacy: connected ("), "{status}");
+    assert!(
+        status.contains(
+            "lost: failed: could not open its SSE stream: the server answered 404 Not Found"
+        ),
+        "{status}"
+    );
+    let (_, frames) = prompt(&client, session.id(), "tools").await;
+    let names = said(&frames);
+    for expected in ["say", "echo", "get-sum"] {
+        assert!(names.lines().any(|l| l == expected), "{expected}: {names}");
+    }
+    let (answer, frames) = prompt(&client, session.id(), r#"call get-sum {"a": 2, "b": 40}"#).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    let calls = tool_frames(&frames);
+    assert_eq!(
+        shape(&calls),
+        [
+            ("tool_call", "pending"),
+            ("tool_call_update", "in_progress"),
+            ("tool_call_update", "completed")
+        ],
+        "{calls:#?}"
+    );
+    assert_eq!(calls[0].2["rawInput"], json!({"a": 2, "b": 40}));
+    assert!(said(&frames).contains("42"), "{}", said(&frames));
+    // session/close ends the stream, with the agent still running: the server sees it go.
+    server.wait_for_log("Client Connected").await;
+    session.close().await.unwrap();
+    server.wait_for_log("Client Disconnected").await;
+    client.close().await.unwrap();
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_server_that_never_names_its_endpoint_times_out_and_is_hung_up_on() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // Answers the GET with an event stream, then says nothing but a comment.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/sse", listener.local_addr().unwrap());
+    let mute = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = socket.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the client hung up mid-request");
+            request.extend_from_slice(&buf[..n]);
+        }
+        socket
+            .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n: hello\n\n")
+            .await
+            .unwrap();
+        // Until the client hangs up.
+        while matches!(socket.read(&mut buf).await, Ok(n) if n > 0) {}
+    });
+    let client = TestClient::builder()
+        .cwd(workspace())
+        .serve(
+            acp::Server::new(Lister)
+                .no_store()
+                .mcp_timeout(Duration::from_millis(800)),
+        )
+        .await
+        .unwrap();
+    let session = client
+        .new_session_with_mcp(vec![McpServer::Sse(McpServerSse::new("mute", url))])
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let turn = session.prompt("status").await.unwrap();
+    assert!(
+        turn.text()
+            .contains("mute: Failed(\"it did not finish starting within"),
+        "{}",
+        turn.text()
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+    // The stream was dropped with the attempt: the server sees its connection close.
+    tokio::time::timeout(Duration::from_secs(5), mute)
+        .await
+        .expect("the GET stream was left open")
+        .unwrap();
+    client.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

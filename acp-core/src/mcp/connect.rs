@@ -1,8 +1,9 @@
 //! Connecting one MCP server the client named: a child process over stdio (in the session's
 //! cwd, with its configured env, in a process group of its own so that everything it starts
-//! is stopped with it), or streamable HTTP (feature `mcp-http`); the MCP handshake and the
-//! list of its tools; and stopping it again (stdin closed, a short wait, then the whole
-//! process group killed and reaped).
+//! is stopped with it), streamable HTTP (feature `mcp-http`) or the legacy HTTP+SSE transport
+//! (feature `mcp-sse`, `sse.rs`); the MCP handshake and the list of its tools; and
+//! stopping it again (stdin closed, a short wait, then the whole process group killed and
+//! reaped; an HTTP or SSE server's connection closed).
 
 use std::path::Path;
 use std::process::Stdio;
@@ -112,7 +113,20 @@ pub(crate) async fn connect(
         McpServer::Http(_) => Err(
             "HTTP MCP servers are not supported by this agent (built without `mcp-http`)".into(),
         ),
-        McpServer::Sse(_) => Err("SSE MCP servers are not supported by this agent".to_owned()),
+        #[cfg(feature = "mcp-sse")]
+        McpServer::Sse(s) => {
+            let transport = super::sse::SseTransport::connect(&s.url, &s.headers)
+                .await
+                .map_err(|e| format!("could not open its SSE stream: {e}"))?;
+            let service = serve_client(config, transport)
+                .await
+                .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+            finish(service, None).await
+        }
+        #[cfg(not(feature = "mcp-sse"))]
+        McpServer::Sse(_) => {
+            Err("SSE MCP servers are not supported by this agent (built without `mcp-sse`)".into())
+        }
         _ => Err("this kind of MCP server is not supported by this agent".to_owned()),
     }
 }

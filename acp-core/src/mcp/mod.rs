@@ -5,11 +5,14 @@
 //! session, and with the connection.
 //!
 //! Owns: [`McpConfig`] (set on [`Server`](crate::Server)), the per-session [`McpServers`],
-//! [`McpStatus`] (what [`Session::mcp_status`] reports), and `mcpCapabilities`.
+//! [`McpStatus`] (what [`Session::mcp_status`] reports), and `mcpCapabilities`. The legacy
+//! HTTP+SSE client transport, which rmcp no longer has, is ours (`sse`, feature `mcp-sse`).
 
 mod call;
 mod connect;
 mod names;
+#[cfg(feature = "mcp-sse")]
+mod sse;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,9 +31,11 @@ use connect::Live;
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The `mcpCapabilities` this build supports: `http` exactly when feature `mcp-http` is
-/// compiled in; never `sse` (the Rust MCP SDK has no SSE client any more).
+/// compiled in, `sse` exactly when feature `mcp-sse` is.
 pub(crate) fn capabilities() -> McpCapabilities {
-    McpCapabilities::new().http(cfg!(feature = "mcp-http"))
+    McpCapabilities::new()
+        .http(cfg!(feature = "mcp-http"))
+        .sse(cfg!(feature = "mcp-sse"))
 }
 
 /// When a call of an MCP tool asks the user first (see
