@@ -87,7 +87,7 @@ impl Full {
 
 #[test]
 fn info_and_capabilities_follow_the_attribute_and_the_methods_that_exist() {
-    let agent = Full::default();
+    let agent = Full;
     let info = agent.info();
     assert_eq!(info.name, "full-agent");
     assert_eq!(info.title.as_deref(), Some("Full 1"));
@@ -144,7 +144,7 @@ async fn exchange(agent: impl Agent, requests: &[(&str, Value)]) -> Vec<Value> {
 async fn the_optional_session_methods_are_routed_to_the_authors_methods() {
     let init = json!({ "protocolVersion": 1, "clientCapabilities": {} });
     let frames = exchange(
-        Full::default(),
+        Full,
         &[
             ("initialize", init),
             ("authenticate", json!({ "methodId": "token" })),

@@ -172,7 +172,7 @@ impl ConfigSpec {
     }
 
     /// The option as the protocol shows it, with `value` current.
-    fn to_option(&self, value: ConfigValue) -> SessionConfigOption {
+    fn as_option(&self, value: ConfigValue) -> SessionConfigOption {
         let option = match (self.kind, value) {
             (ConfigKind::Boolean, ConfigValue::Bool(on)) => {
                 SessionConfigOption::boolean(self.id, self.name, on)
@@ -411,7 +411,7 @@ impl Values {
                     .all()
                     .zip(values.iter())
                     .filter(|(spec, _)| spec.offered_to(client))
-                    .map(|(spec, value)| spec.to_option(*value))
+                    .map(|(spec, value)| spec.as_option(*value))
                     .collect(),
             )
         })

@@ -14,7 +14,11 @@ use super::child::Child;
 use super::editor::{Editor, MemoryFs, PermissionPolicy, TerminalStub};
 use super::wire::Wire;
 use super::{DEFAULT_DEADLINE, TestClient};
-use crate::schema::{ClientCapabilities, FileSystemCapabilities};
+use crate::schema::{
+    AuthCapabilities, BooleanConfigOptionCapabilities, ClientCapabilities, ElicitationCapabilities,
+    ElicitationFormCapabilities, ElicitationUrlCapabilities, FileSystemCapabilities,
+    Implementation, SessionConfigOptionsCapabilities,
+};
 use crate::{Agent, Result};
 
 /// Configures a [`TestClient`]; by default the client has no capabilities.
@@ -27,6 +31,9 @@ pub struct TestClientBuilder {
     deadline: Duration,
     held: HashSet<String>,
     initialize: bool,
+    /// The capabilities besides fs and terminal.
+    capabilities: ClientCapabilities,
+    info: Option<Implementation>,
 }
 
 impl Default for TestClientBuilder {
@@ -39,6 +46,8 @@ impl Default for TestClientBuilder {
             deadline: DEFAULT_DEADLINE,
             held: HashSet::new(),
             initialize: true,
+            capabilities: ClientCapabilities::default(),
+            info: None,
         }
     }
 }
@@ -55,6 +64,55 @@ impl TestClientBuilder {
     #[must_use]
     pub fn terminal(mut self, stub: TerminalStub) -> Self {
         self.terminal = Some(stub);
+        self
+    }
+
+    /// Advertises boolean config options (`session.configOptions.boolean`): the agent may
+    /// then offer its switch options.
+    #[must_use]
+    pub fn boolean_config_options(mut self) -> Self {
+        let mut session = self.capabilities.session.take().unwrap_or_default();
+        session.config_options = Some(
+            SessionConfigOptionsCapabilities::new().boolean(BooleanConfigOptionCapabilities::new()),
+        );
+        self.capabilities.session = Some(session);
+        self
+    }
+
+    /// Advertises terminal authentication (`auth.terminal`): the agent may then offer its
+    /// `terminal` authentication methods.
+    #[must_use]
+    pub fn terminal_auth(mut self) -> Self {
+        self.capabilities.auth = AuthCapabilities::new().terminal(true);
+        self
+    }
+
+    /// Advertises elicitation (`elicitation/create`) in form mode, and in URL mode when `url`.
+    /// Hold `"elicitation/create"` ([`hold`](Self::hold)) to answer the agent's requests.
+    #[must_use]
+    pub fn elicitation(mut self, url: bool) -> Self {
+        let mut elicitation =
+            ElicitationCapabilities::new().form(ElicitationFormCapabilities::new());
+        if url {
+            elicitation.url = Some(ElicitationUrlCapabilities::new());
+        }
+        self.capabilities.elicitation = Some(elicitation);
+        self
+    }
+
+    /// The client capabilities to advertise besides the file system and terminal (which
+    /// [`fs`](Self::fs) and [`terminal`](Self::terminal) set): for a capability this builder
+    /// has no method for.
+    #[must_use]
+    pub fn client_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// The `clientInfo` sent in `initialize` (none by default).
+    #[must_use]
+    pub fn client_info(mut self, info: Implementation) -> Self {
+        self.info = Some(info);
         self
     }
 
@@ -203,11 +261,11 @@ impl TestClientBuilder {
         agent: Agent_,
         stderr: Arc<Mutex<String>>,
     ) -> Result<TestClient> {
-        let capabilities = ClientCapabilities::new()
-            .fs(FileSystemCapabilities::new()
-                .read_text_file(self.fs.is_some())
-                .write_text_file(self.fs.is_some()))
-            .terminal(self.terminal.is_some());
+        let mut capabilities = self.capabilities;
+        capabilities.fs = FileSystemCapabilities::new()
+            .read_text_file(self.fs.is_some())
+            .write_text_file(self.fs.is_some());
+        capabilities.terminal = self.terminal.is_some();
         let editor = Editor::new(
             self.fs.unwrap_or_default(),
             self.terminal.unwrap_or_default(),
@@ -219,6 +277,7 @@ impl TestClientBuilder {
             cwd: self.cwd.unwrap_or_else(|| PathBuf::from("/workspace")),
             agent: Mutex::new(Some(agent)),
             capabilities: json!(capabilities),
+            info: self.info.map(|i| json!(i)),
             initialize: OnceLock::new(),
         };
         if self.initialize {

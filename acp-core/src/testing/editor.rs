@@ -70,12 +70,24 @@ impl MemoryFs {
 }
 
 /// The terminal the test client pretends to run: every command "prints" `output` and exits
-/// with `exit_code`, unless it is set to [`hang`](TerminalStub::hang) until killed.
+/// with `exit_code`, unless it is set to [`hang`](TerminalStub::hang) until killed; a command
+/// given its own stub with [`command`](TerminalStub::command) behaves as that one says.
+///
+/// ```
+/// use acp_core::testing::TerminalStub;
+///
+/// let terminal = TerminalStub::new()
+///     .output("command not found")
+///     .exit_code(127)
+///     .command("cargo", TerminalStub::new().output("test result: ok"))
+///     .command("sleep", TerminalStub::new().hang());
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct TerminalStub {
     output: String,
     exit_code: u32,
     hang: bool,
+    commands: HashMap<String, TerminalStub>,
 }
 
 impl TerminalStub {
@@ -104,11 +116,26 @@ impl TerminalStub {
         self.hang = true;
         self
     }
+
+    /// How the command `command` (its program, as the agent names it in `terminal/create`)
+    /// behaves, instead of this stub's default.
+    #[must_use]
+    pub fn command(mut self, command: impl Into<String>, stub: TerminalStub) -> Self {
+        self.commands.insert(command.into(), stub);
+        self
+    }
+
+    /// The stub a command runs with.
+    fn for_command(&self, command: &str) -> &TerminalStub {
+        self.commands.get(command).unwrap_or(self)
+    }
 }
 
 #[derive(Debug, Default)]
 pub(super) struct TerminalLog {
     pub created: Vec<(String, Vec<String>)>,
+    /// The command each terminal runs, by id.
+    commands: HashMap<String, String>,
     pub killed: Vec<String>,
     pub released: Vec<String>,
     exit_waiters: HashMap<String, Vec<oneshot::Sender<()>>>,
@@ -124,6 +151,16 @@ pub(super) struct Editor {
 }
 
 impl Editor {
+    /// Whether terminal `id` was killed, and the stub its command runs with.
+    fn stub_of(&self, id: &str) -> (bool, TerminalStub) {
+        let log = lock(&self.terminals);
+        let command = log.commands.get(id).map(String::as_str).unwrap_or_default();
+        (
+            log.killed.iter().any(|k| k == id),
+            self.terminal.for_command(command).clone(),
+        )
+    }
+
     pub fn new(fs: MemoryFs, terminal: TerminalStub, permissions: PermissionPolicy) -> Self {
         Editor {
             fs,
@@ -183,24 +220,26 @@ impl Editor {
                     .get("args")
                     .and_then(|a| serde_json::from_value(a.clone()).ok())
                     .unwrap_or_default();
+                log.commands.insert(id.clone(), str_param("command"));
                 log.created.push((str_param("command"), args));
                 Ok(json!({"terminalId": id}))
             }
             "terminal/output" => {
                 let id = str_param("terminalId");
-                let killed = lock(&self.terminals).killed.contains(&id);
+                let (killed, stub) = self.stub_of(&id);
                 let exit = if killed {
                     json!({"exitCode": null, "signal": "SIGKILL"})
-                } else if self.terminal.hang {
+                } else if stub.hang {
                     Value::Null
                 } else {
-                    json!({"exitCode": self.terminal.exit_code})
+                    json!({"exitCode": stub.exit_code})
                 };
-                Ok(json!({"output": self.terminal.output, "truncated": false, "exitStatus": exit}))
+                Ok(json!({"output": stub.output, "truncated": false, "exitStatus": exit}))
             }
             "terminal/wait_for_exit" => {
                 let id = str_param("terminalId");
-                if self.terminal.hang {
+                let (_, stub) = self.stub_of(&id);
+                if stub.hang {
                     let rx = {
                         let mut log = lock(&self.terminals);
                         if log.killed.contains(&id) {
@@ -216,7 +255,7 @@ impl Editor {
                     }
                     Ok(json!({"exitCode": null, "signal": "SIGKILL"}))
                 } else {
-                    Ok(json!({"exitCode": self.terminal.exit_code}))
+                    Ok(json!({"exitCode": stub.exit_code}))
                 }
             }
             "terminal/kill" | "terminal/release" => {

@@ -71,6 +71,7 @@
 //! | `editor.rs` | the fake editor: [`MemoryFs`], [`PermissionPolicy`], [`TerminalStub`] |
 //! | `wire.rs` | the pipe loops, transcript and cursor, deadlines, malformed-output checks |
 //! | `trace.rs` | what was seen: [`Frame`], [`Turn`], [`ToolCallTrace`] |
+//! | `view.rs` | a session as the client sees it: [`SessionView`] (mode, options, commands, title) |
 //! | `tests.rs` | unit tests of the cursor, held requests and output checks |
 
 mod builder;
@@ -82,6 +83,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 mod trace;
+mod view;
 mod wire;
 
 use std::path::PathBuf;
@@ -96,6 +98,7 @@ pub use held::HeldRequest;
 pub use history::Loaded;
 pub use session::TestSession;
 pub use trace::{Direction, Frame, ToolCallTrace, Turn};
+pub use view::SessionView;
 
 use crate::schema::SessionId;
 use crate::{Error, Result};
@@ -113,6 +116,8 @@ pub struct TestClient {
     agent: Mutex<Option<Agent_>>,
     /// The `clientCapabilities` of `initialize`.
     capabilities: Value,
+    /// The `clientInfo` of `initialize`, if any.
+    info: Option<Value>,
     /// The first successful answer to [`TestClient::initialize`].
     initialize: OnceLock<Value>,
 }
@@ -141,7 +146,10 @@ impl TestClient {
     /// returns the answer. The builder does this when the client connects, unless told to
     /// [`skip_initialize`](TestClientBuilder::skip_initialize).
     pub async fn initialize(&self) -> Result<Value> {
-        let params = json!({"protocolVersion": 1, "clientCapabilities": self.capabilities});
+        let mut params = json!({"protocolVersion": 1, "clientCapabilities": self.capabilities});
+        if let Some(info) = &self.info {
+            params["clientInfo"] = info.clone();
+        }
         let answer = self.request("initialize", params).await?;
         let _ = self.initialize.set(answer.clone());
         Ok(answer)

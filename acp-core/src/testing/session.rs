@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::TestClient;
 use super::trace::{Direction, Turn};
+use super::view::{SessionView, view};
 use crate::schema::{SessionId, SessionUpdate};
 use crate::{Error, Result};
 
@@ -112,6 +113,58 @@ impl TestSession<'_> {
                 json!({"sessionId": self.id, "modeId": mode}),
             )
             .await
+    }
+
+    /// Sets a config option (`session/set_config_option`) and returns the agent's answer (every
+    /// option with its current value). A JSON boolean `value` is sent as a boolean option's
+    /// value (`"type": "boolean"`), anything else as a value id.
+    ///
+    /// ```no_run
+    /// # async fn demo(session: &acp_core::testing::TestSession<'_>) -> acp_core::Result<()> {
+    /// session.set_config_option("tone", "cheerful").await?;
+    /// session.set_config_option("brave_mode", true).await?;
+    /// assert_eq!(session.view().config("tone"), Some("cheerful".into()));
+    /// # Ok(()) }
+    /// ```
+    pub async fn set_config_option(&self, id: &str, value: impl Into<Value>) -> Result<Value> {
+        let value = value.into();
+        let params = match value {
+            Value::Bool(on) => {
+                json!({"sessionId": self.id, "configId": id, "type": "boolean", "value": on})
+            }
+            other => json!({"sessionId": self.id, "configId": id, "value": other}),
+        };
+        self.client
+            .request("session/set_config_option", params)
+            .await
+    }
+
+    /// Runs the slash command `/name input` (a prompt turn) and waits for the turn to end.
+    pub async fn run_command(&self, name: &str, input: &str) -> Result<Turn> {
+        let text = if input.is_empty() {
+            format!("/{name}")
+        } else {
+            format!("/{name} {input}")
+        };
+        self.prompt(&text).await
+    }
+
+    /// What the client knows of the session after the frames so far: current mode, config
+    /// options, slash commands, title, usage.
+    pub fn view(&self) -> SessionView {
+        view(&self.id, &self.client.transcript())
+    }
+
+    /// Waits until the session, as the client sees it, satisfies `pred` (e.g. a title set by
+    /// a background task after the turn), and returns that view.
+    pub async fn wait_for_view(
+        &self,
+        what: &str,
+        pred: impl Fn(&SessionView) -> bool,
+    ) -> Result<SessionView> {
+        // Any frame may be the one that makes it true: look at the whole view each time.
+        self.client.wait_for(what, |_| pred(&self.view())).await?;
+        Ok(self.view())
     }
 
     /// Closes the session (`session/close`): its running turn is cancelled and the agent

@@ -1,0 +1,156 @@
+//! What the client knows of a session so far ([`SessionView`]): its current mode, config
+//! options, slash commands, title and usage, as an editor would show them, worked out from the
+//! transcript (the answers to `session/new`, `load`, `resume`, `set_mode` and
+//! `set_config_option`, and every session-level update).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::trace::{Direction, Frame};
+use crate::schema::{
+    AvailableCommand, SessionConfigKind, SessionConfigOption, SessionConfigOptionCategory,
+    SessionId, SessionUpdate, UsageUpdate,
+};
+
+/// A session as the client sees it after the frames so far; see
+/// [`TestSession::view`](super::TestSession::view).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct SessionView {
+    /// The current mode's id, if the session has modes.
+    pub mode: Option<String>,
+    /// The ids of the session's modes, in order.
+    pub modes: Vec<String>,
+    /// The config options with their current values, as last sent.
+    pub config_options: Vec<SessionConfigOption>,
+    /// The slash commands, as last advertised.
+    pub commands: Vec<AvailableCommand>,
+    /// The title the agent set, if any.
+    pub title: Option<String>,
+    /// The last usage reported, if any.
+    pub usage: Option<UsageUpdate>,
+}
+
+impl SessionView {
+    /// The current value of the config option `id`: the value id of a select option, or
+    /// `true`/`false` for a boolean one (as JSON).
+    pub fn config(&self, id: &str) -> Option<Value> {
+        self.config_options
+            .iter()
+            .find(|o| &*o.id.0 == id)
+            .map(|o| match &o.kind {
+                SessionConfigKind::Select(select) => Value::from(&*select.current_value.0),
+                SessionConfigKind::Boolean(boolean) => Value::from(boolean.current_value),
+                _ => Value::Null,
+            })
+    }
+
+    /// The names of the slash commands.
+    pub fn command_names(&self) -> Vec<String> {
+        self.commands.iter().map(|c| c.name.clone()).collect()
+    }
+
+    fn set_options(&mut self, options: Vec<SessionConfigOption>) {
+        // The mode option, kept in step with the modes.
+        if let Some(mode) = options.iter().find_map(|o| match (&o.category, &o.kind) {
+            (Some(SessionConfigOptionCategory::Mode), SessionConfigKind::Select(s)) => {
+                Some(s.current_value.0.to_string())
+            }
+            _ => None,
+        }) {
+            self.mode = Some(mode);
+        }
+        self.config_options = options;
+    }
+
+    /// Takes in an answer to a session-opening request, or to a settings change.
+    fn answer(&mut self, method: &str, request: &Value, result: &Value) {
+        match method {
+            "session/new" | "session/load" | "session/resume" => {
+                if let Some(modes) = result.get("modes").filter(|m| !m.is_null()) {
+                    self.mode = modes["currentModeId"].as_str().map(str::to_owned);
+                    self.modes = modes["availableModes"]
+                        .as_array()
+                        .map(|all| {
+                            all.iter()
+                                .filter_map(|m| m["id"].as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                }
+                if let Some(options) = options(result) {
+                    self.set_options(options);
+                }
+            }
+            "session/set_mode" => {
+                self.mode = request["modeId"].as_str().map(str::to_owned);
+            }
+            "session/set_config_option" => {
+                if let Some(options) = options(result) {
+                    self.set_options(options);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn update(&mut self, update: SessionUpdate) {
+        match update {
+            SessionUpdate::CurrentModeUpdate(m) => {
+                self.mode = Some(m.current_mode_id.0.to_string())
+            }
+            SessionUpdate::ConfigOptionUpdate(c) => self.set_options(c.config_options),
+            SessionUpdate::AvailableCommandsUpdate(c) => self.commands = c.available_commands,
+            SessionUpdate::SessionInfoUpdate(info) => {
+                if let Some(title) = info.title.as_opt_ref() {
+                    self.title = title.cloned();
+                }
+            }
+            SessionUpdate::UsageUpdate(usage) => self.usage = Some(usage),
+            _ => {}
+        }
+    }
+}
+
+fn options(result: &Value) -> Option<Vec<SessionConfigOption>> {
+    let options = result.get("configOptions").filter(|o| !o.is_null())?;
+    serde_json::from_value(options.clone()).ok()
+}
+
+/// The view of `session` after `frames`.
+pub(super) fn view(session: &SessionId, frames: &[Frame]) -> SessionView {
+    let mut view = SessionView::default();
+    // The client's requests by id, to read their answers.
+    let mut requests: HashMap<String, (&str, &Value)> = HashMap::new();
+    for frame in frames {
+        let message = &frame.message;
+        match frame.direction {
+            Direction::ToAgent => {
+                if let (Some(id), Some(method)) = (message.get("id"), frame.method()) {
+                    requests.insert(id.to_string(), (method, &message["params"]));
+                }
+            }
+            Direction::FromAgent => {
+                if let Some(notification) = frame.session_update() {
+                    if notification.session_id == *session {
+                        view.update(notification.update);
+                    }
+                    continue;
+                }
+                let (Some(id), Some(result)) = (message.get("id"), message.get("result")) else {
+                    continue;
+                };
+                let Some((method, params)) = requests.get(&id.to_string()) else {
+                    continue;
+                };
+                let own = params["sessionId"].as_str() == Some(&*session.0)
+                    || result["sessionId"].as_str() == Some(&*session.0);
+                if own {
+                    view.answer(method, params, result);
+                }
+            }
+        }
+    }
+    view
+}
