@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::TestClient;
 use super::trace::{Direction, Turn};
-use super::view::{SessionView, view};
+use super::view::{Builder, SessionView, view};
 use crate::schema::{SessionId, SessionUpdate};
 use crate::{Error, Result};
 
@@ -162,9 +162,18 @@ impl TestSession<'_> {
         what: &str,
         pred: impl Fn(&SessionView) -> bool,
     ) -> Result<SessionView> {
-        // Any frame may be the one that makes it true: look at the whole view each time.
-        self.client.wait_for(what, |_| pred(&self.view())).await?;
-        Ok(self.view())
+        // Every frame is looked at once, in order: the view is built as they come.
+        let builder = std::sync::Mutex::new(Builder::new(self.id.clone()));
+        self.client
+            .wire
+            .wait_for(what, |frame| {
+                let mut builder = builder.lock().unwrap_or_else(|e| e.into_inner());
+                builder.feed(frame);
+                pred(&builder.view)
+            })
+            .await?;
+        let view = builder.into_inner().unwrap_or_else(|e| e.into_inner()).view;
+        Ok(view)
     }
 
     /// Closes the session (`session/close`): its running turn is cancelled and the agent

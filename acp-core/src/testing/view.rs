@@ -118,39 +118,65 @@ fn options(result: &Value) -> Option<Vec<SessionConfigOption>> {
     serde_json::from_value(options.clone()).ok()
 }
 
-/// The view of `session` after `frames`.
-pub(super) fn view(session: &SessionId, frames: &[Frame]) -> SessionView {
-    let mut view = SessionView::default();
-    // The client's requests by id, to read their answers.
-    let mut requests: HashMap<String, (&str, &Value)> = HashMap::new();
-    for frame in frames {
+/// Builds a [`SessionView`] one frame at a time, in transcript order.
+#[derive(Debug)]
+pub(super) struct Builder {
+    session: SessionId,
+    pub view: SessionView,
+    /// The client's requests by id, to read their answers.
+    requests: HashMap<String, (String, Value)>,
+}
+
+impl Builder {
+    pub fn new(session: SessionId) -> Self {
+        Builder {
+            session,
+            view: SessionView::default(),
+            requests: HashMap::new(),
+        }
+    }
+
+    /// Takes in the next frame of the transcript.
+    pub fn feed(&mut self, frame: &Frame) {
         let message = &frame.message;
         match frame.direction {
             Direction::ToAgent => {
                 if let (Some(id), Some(method)) = (message.get("id"), frame.method()) {
-                    requests.insert(id.to_string(), (method, &message["params"]));
+                    self.requests.insert(
+                        id.to_string(),
+                        (method.to_owned(), message["params"].clone()),
+                    );
                 }
             }
             Direction::FromAgent => {
                 if let Some(notification) = frame.session_update() {
-                    if notification.session_id == *session {
-                        view.update(notification.update);
+                    if notification.session_id == self.session {
+                        self.view.update(notification.update);
                     }
-                    continue;
+                    return;
                 }
                 let (Some(id), Some(result)) = (message.get("id"), message.get("result")) else {
-                    continue;
+                    return;
                 };
-                let Some((method, params)) = requests.get(&id.to_string()) else {
-                    continue;
+                let Some((method, params)) = self.requests.get(&id.to_string()) else {
+                    return;
                 };
-                let own = params["sessionId"].as_str() == Some(&*session.0)
-                    || result["sessionId"].as_str() == Some(&*session.0);
+                let session = &*self.session.0;
+                let own = params["sessionId"].as_str() == Some(session)
+                    || result["sessionId"].as_str() == Some(session);
                 if own {
-                    view.answer(method, params, result);
+                    self.view.answer(method, params, result);
                 }
             }
         }
     }
-    view
+}
+
+/// The view of `session` after `frames`.
+pub(super) fn view(session: &SessionId, frames: &[Frame]) -> SessionView {
+    let mut builder = Builder::new(session.clone());
+    for frame in frames {
+        builder.feed(frame);
+    }
+    builder.view
 }

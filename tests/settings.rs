@@ -1,0 +1,297 @@
+//! Modes, config options and slash commands declared on types and methods, answered by the
+//! runtime: advertised exactly when declared, validated (`-32602` naming the valid values),
+//! kept in step (modes ↔ the `mode` option), changed by the agent with the client told, and
+//! kept with the session's history. In process, through `acp::testing`.
+
+use std::sync::Arc;
+
+use acp::schema::SessionUpdate;
+use acp::store::MemoryStore;
+use acp::testing::TestClient;
+use acp::{Prompt, Server, Session, StopReason};
+use serde_json::{Value, json};
+
+/// How the agent works.
+#[derive(acp::Modes, Clone, Copy, Default, Debug, PartialEq)]
+enum Mode {
+    /// Answers only.
+    #[default]
+    Ask,
+    /// Edits too.
+    #[mode(name = "Write code")]
+    Code,
+}
+
+/// Which model answers.
+#[derive(acp::ConfigOption, Clone, Copy, Default, Debug, PartialEq)]
+#[config(category = "model")]
+enum Model {
+    #[default]
+    Fast,
+    Deep,
+}
+
+/// Skip confirmations.
+#[derive(acp::ConfigOption, Clone, Copy, Default, Debug, PartialEq)]
+#[config(id = "brave_mode", name = "Brave mode")]
+struct Brave(bool);
+
+struct Declared;
+
+#[acp::agent(name = "declared", modes = Mode, config(Model, Brave))]
+impl Declared {
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+        let said = format!(
+            "{:?} {:?} {} {}",
+            cx.mode::<Mode>(),
+            cx.config::<Model>(),
+            cx.config::<Brave>().0,
+            prompt.text()
+        );
+        cx.message(said).await?;
+        Ok(StopReason::EndTurn)
+    }
+
+    /// Switch to code mode.
+    #[acp::command]
+    async fn code(&self, cx: &Session) -> acp::Result<StopReason> {
+        cx.set_mode(Mode::Code).await?;
+        cx.set_config(Model::Deep).await?;
+        Ok(StopReason::EndTurn)
+    }
+
+    /// Repeat the text.
+    #[acp::command(name = "say", hint = "what to say")]
+    async fn say_it(&self, cx: &Session, text: String) -> acp::Result<StopReason> {
+        cx.message(format!("said: {text}")).await?;
+        Ok(StopReason::EndTurn)
+    }
+
+    /// Count the blocks after the command.
+    #[acp::command]
+    async fn blocks(&self, cx: &Session, rest: Prompt) -> acp::Result<StopReason> {
+        cx.message(format!("{} blocks", rest.blocks().len())).await?;
+        Ok(StopReason::EndTurn)
+    }
+
+    /// Only `say` from now on.
+    #[acp::command]
+    async fn narrow(&self, cx: &Session) -> acp::Result<StopReason> {
+        let keep: Vec<_> = cx.commands().into_iter().filter(|c| c.name == "say").collect();
+        cx.set_commands(keep).await?;
+        Ok(StopReason::EndTurn)
+    }
+}
+
+fn ids(options: &Value) -> Vec<String> {
+    options
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn modes_and_options_are_offered_with_their_defaults_booleans_only_to_clients_that_take_them()
+ {
+    let client = TestClient::builder().connect(Declared).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    let answer = session.new_session_response();
+    assert_eq!(answer["modes"]["currentModeId"], "ask");
+    assert_eq!(answer["modes"]["availableModes"][1]["name"], "Write code");
+    assert_eq!(
+        answer["modes"]["availableModes"][0]["description"],
+        "Answers only."
+    );
+    // The mode first (category mode), then the options in their declared order; no boolean
+    // for a client that did not advertise boolean options.
+    assert_eq!(ids(&answer["configOptions"]), ["mode", "model"]);
+    assert_eq!(answer["configOptions"][0]["category"], "mode");
+    assert_eq!(answer["configOptions"][1]["category"], "model");
+    assert_eq!(answer["configOptions"][1]["currentValue"], "fast");
+    assert_eq!(answer["configOptions"][1]["description"], "Which model answers.");
+    let err = session
+        .set_config_option("brave_mode", true)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, acp::Error::Rpc { code: -32602, .. }), "{err:?}");
+
+    let client = TestClient::builder()
+        .boolean_config_options()
+        .connect(Declared)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let answer = session.new_session_response();
+    assert_eq!(ids(&answer["configOptions"]), ["mode", "model", "brave_mode"]);
+    assert_eq!(answer["configOptions"][2]["type"], "boolean");
+    assert_eq!(answer["configOptions"][2]["currentValue"], false);
+    let options = session.set_config_option("brave_mode", true).await.unwrap();
+    assert_eq!(options["configOptions"][2]["currentValue"], true);
+    let turn = session.prompt("hi").await.unwrap();
+    assert_eq!(turn.text(), "Ask Fast true hi");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_client_sets_mode_and_options_validated_and_kept_in_step() {
+    let client = TestClient::builder().connect(Declared).await.unwrap();
+    let session = client.new_session().await.unwrap();
+
+    let err = session.set_mode("yolo").await.unwrap_err().to_string();
+    assert!(err.contains("unknown mode `yolo`") && err.contains("`ask`, `code`"), "{err}");
+    let err = session.set_config_option("model", "huge").await.unwrap_err().to_string();
+    assert!(err.contains("`huge` is not a value") && err.contains("`fast`, `deep`"), "{err}");
+    let err = session.set_config_option("colour", "red").await.unwrap_err().to_string();
+    assert!(err.contains("unknown config option `colour`"), "{err}");
+    let err = session.set_config_option("model", true).await.unwrap_err().to_string();
+    assert!(err.contains("not a boolean"), "{err}");
+
+    // The legacy mode picker: the config options UI is told.
+    session.set_mode("code").await.unwrap();
+    assert_eq!(session.view().config("mode"), Some(json!("code")));
+    // The config options UI: the answer is the whole list, the mode picker is told.
+    let answer = session.set_config_option("mode", "ask").await.unwrap();
+    assert_eq!(ids(&answer["configOptions"]), ["mode", "model"]);
+    assert_eq!(answer["configOptions"][0]["currentValue"], "ask");
+    let view = session.view();
+    assert_eq!(view.mode.as_deref(), Some("ask"));
+    session.set_config_option("model", "deep").await.unwrap();
+    assert_eq!(session.prompt("x").await.unwrap().text(), "Ask Deep false x");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_agent_changes_mode_and_options_and_the_client_is_told() {
+    let client = TestClient::builder().connect(Declared).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.run_command("code", "").await.unwrap();
+    let kinds: Vec<_> = turn
+        .updates()
+        .iter()
+        .map(|u| match u {
+            SessionUpdate::CurrentModeUpdate(m) => format!("mode {}", m.current_mode_id),
+            SessionUpdate::ConfigOptionUpdate(c) => format!("options {}", c.config_options.len()),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(kinds, ["mode code", "options 2", "options 2"]);
+    let view = session.view();
+    assert_eq!(view.mode.as_deref(), Some("code"));
+    assert_eq!(view.config("model"), Some(json!("deep")));
+    assert_eq!(session.prompt("y").await.unwrap().text(), "Code Deep false y");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reloaded_session_comes_back_with_its_mode_and_options() {
+    let store = Arc::new(MemoryStore::default());
+    let first = TestClient::builder()
+        .serve(Server::new(Declared).shared_store(store.clone()))
+        .await
+        .unwrap();
+    let session = first.new_session().await.unwrap();
+    let id = session.id().clone();
+    session.set_mode("code").await.unwrap();
+    session.set_config_option("model", "deep").await.unwrap();
+    drop(session);
+    first.close().await.unwrap();
+
+    let second = TestClient::builder()
+        .serve(Server::new(Declared).shared_store(store))
+        .await
+        .unwrap();
+    let loaded = second.load_session(&id).await.unwrap();
+    let answer = loaded.session.new_session_response();
+    assert_eq!(answer["modes"]["currentModeId"], "code");
+    assert_eq!(answer["configOptions"][1]["currentValue"], "deep");
+    assert_eq!(
+        loaded.session.prompt("z").await.unwrap().text(),
+        "Code Deep false z"
+    );
+    // Resumed, too.
+    drop(loaded);
+    let resumed = second.resume_session(&id).await.unwrap();
+    assert_eq!(
+        resumed.new_session_response()["modes"]["currentModeId"],
+        "code"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn slash_commands_are_advertised_after_the_answer_and_dispatched_by_name() {
+    let client = TestClient::builder().connect(Declared).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    // Advertised right after the session's answer, each with its doc comment and hint.
+    let view = session
+        .wait_for_view("the commands", |v| !v.commands.is_empty())
+        .await
+        .unwrap();
+    assert_eq!(view.command_names(), ["code", "say", "blocks", "narrow"]);
+    let say = &view.commands[1];
+    assert_eq!(say.description, "Repeat the text.");
+    assert_eq!(
+        serde_json::to_value(&say.input).unwrap(),
+        json!({"hint": "what to say"})
+    );
+    let transcript = client.transcript();
+    let answer = transcript
+        .iter()
+        .position(|f| f.message["result"]["sessionId"].is_string())
+        .unwrap();
+    let advertised = transcript
+        .iter()
+        .position(|f| {
+            f.message["params"]["update"]["sessionUpdate"] == "available_commands_update"
+        })
+        .unwrap();
+    assert!(answer < advertised, "the client knows the session first");
+
+    assert_eq!(
+        session.prompt("  /say hello there").await.unwrap().text(),
+        "said: hello there"
+    );
+    let blocks = json!([
+        {"type": "text", "text": "/blocks"},
+        {"type": "resource_link", "name": "a", "uri": "file:///a"},
+        {"type": "resource_link", "name": "b", "uri": "file:///b"}
+    ]);
+    assert_eq!(session.prompt_blocks(blocks).await.unwrap().text(), "2 blocks");
+    // Not a command of this agent: an ordinary prompt.
+    assert_eq!(
+        session.prompt("/nope x").await.unwrap().text(),
+        "Ask Fast false /nope x"
+    );
+    // Commands can change: one taken off the list reaches `prompt` as text.
+    session.run_command("narrow", "").await.unwrap();
+    assert_eq!(session.view().command_names(), ["say"]);
+    assert_eq!(
+        session.prompt("/code").await.unwrap().text(),
+        "Ask Fast false /code"
+    );
+    assert_eq!(session.run_command("say", "still").await.unwrap().text(), "said: still");
+}
+
+struct Undeclared;
+
+#[acp::agent(name = "undeclared")]
+impl Undeclared {
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+        cx.message(prompt.text()).await?;
+        Ok(StopReason::EndTurn)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_declarations_nothing_is_offered_and_the_methods_are_not_found() {
+    let client = TestClient::builder().connect(Undeclared).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    let answer = session.new_session_response();
+    assert!(answer.get("modes").is_none(), "{answer}");
+    assert!(answer.get("configOptions").is_none(), "{answer}");
+    let err = session.set_mode("ask").await.unwrap_err();
+    assert!(matches!(err, acp::Error::Rpc { code: -32601, .. }), "{err:?}");
+    let err = session.set_config_option("model", "fast").await.unwrap_err();
+    assert!(matches!(err, acp::Error::Rpc { code: -32601, .. }), "{err:?}");
+    // No commands advertised; `/x` is text.
+    assert_eq!(session.prompt("/x").await.unwrap().text(), "/x");
+    assert!(session.view().commands.is_empty());
+}
