@@ -408,7 +408,10 @@ fn property(schema: &Value) -> Result<ElicitationPropertySchema, &'static str> {
             .title(title)
             .description(description)
             .into(),
-        Some("object") => return Err("a nested struct or a map"),
+        Some("object") if s.get("additionalProperties").is_some_and(|v| v != false) => {
+            return Err("a map");
+        }
+        Some("object") => return Err("a nested struct"),
         Some("null") => return Err("always null (a unit type)"),
         None => return Err("any JSON value"),
         Some(_) => return Err("of a type no form field has"),
