@@ -113,7 +113,8 @@ impl Session {
     ///     run_tests: Option<bool>,
     /// }
     ///
-    /// let approach = match cx.elicit::<Approach>("How should I approach this refactoring?").await {
+    /// let question = "How should I approach this refactoring?";
+    /// let approach = match cx.elicit::<Approach>(question).await {
     ///     Ok(Elicited::Accepted(approach)) => approach,
     ///     Ok(_) => return Ok(()), // declined or dismissed
     ///     Err(acp_core::Error::Unsupported(_)) => Approach {
@@ -160,7 +161,8 @@ impl Session {
     /// use acp_core::Elicited;
     ///
     /// let url = "https://agent.example.com/connect/github";
-    /// if let Elicited::Accepted(id) = cx.elicit_url(url, "Authorize access to your repositories.").await? {
+    /// let why = "Authorize access to your repositories.";
+    /// if let Elicited::Accepted(id) = cx.elicit_url(url, why).await? {
     ///     // … wait until the agent's server saw the OAuth callback, then:
     ///     cx.complete_elicitation(&id).await?;
     /// }
@@ -191,7 +193,8 @@ impl Session {
     /// the client did not advertise URL elicitation (no such id can exist then).
     ///
     /// ```no_run
-    /// # async fn demo(cx: &acp_core::Session, id: acp_core::schema::ElicitationId) -> acp_core::Result<()> {
+    /// # use acp_core::schema::ElicitationId;
+    /// # async fn demo(cx: &acp_core::Session, id: ElicitationId) -> acp_core::Result<()> {
     /// cx.complete_elicitation(&id).await?;
     /// # Ok(()) }
     /// ```
