@@ -60,6 +60,7 @@ pub use agent::{Agent, CommandInput, Prompt, SessionSetup};
 pub use error::{Error, Result};
 pub use mcp::{McpPermission, McpState, McpStatus};
 pub use serve::{Server, serve, serve_stdio};
+pub use session::Elicited;
 pub use session::{
     Choice, Client, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Fs, Modes, Persist,
     Persisted, Session, Settings, Terminal, Terminals, ToolCallBuilder, ToolCallGuard,

@@ -28,3 +28,5 @@ pub(crate) const TERMINAL_OUTPUT: &str = CLIENT_METHOD_NAMES.terminal_output;
 pub(crate) const TERMINAL_WAIT_FOR_EXIT: &str = CLIENT_METHOD_NAMES.terminal_wait_for_exit;
 pub(crate) const TERMINAL_KILL: &str = CLIENT_METHOD_NAMES.terminal_kill;
 pub(crate) const TERMINAL_RELEASE: &str = CLIENT_METHOD_NAMES.terminal_release;
+pub(crate) const ELICITATION_CREATE: &str = CLIENT_METHOD_NAMES.elicitation_create;
+pub(crate) const ELICITATION_COMPLETE: &str = CLIENT_METHOD_NAMES.elicitation_complete;

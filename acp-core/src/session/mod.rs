@@ -5,6 +5,7 @@
 
 mod client;
 pub(crate) mod config;
+mod elicit;
 mod fs;
 mod messages;
 mod persist;
@@ -23,6 +24,7 @@ pub use client::Client;
 pub(crate) use client::Request;
 pub(crate) use config::list;
 pub use config::{Choice, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Modes, Settings};
+pub use elicit::Elicited;
 pub use fs::Fs;
 pub(crate) use messages::user_chunk;
 pub use persist::{Persist, Persisted};
