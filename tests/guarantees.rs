@@ -192,6 +192,20 @@ async fn an_unanswered_permission_and_a_cancel_end_the_turn_cancelled_with_the_c
         [ToolCallStatus::Pending, ToolCallStatus::Failed],
         "{calls:?}"
     );
+    // The cancel cascades: the client is told the question is no longer asked.
+    let asked = turn
+        .frames()
+        .iter()
+        .find(|f| f.method() == Some("session/request_permission"))
+        .map(|f| f.message["id"].clone())
+        .unwrap();
+    let cancelled = c
+        .wait_for("$/cancel_request", |f| {
+            f.method() == Some("$/cancel_request")
+        })
+        .await
+        .unwrap();
+    assert_eq!(cancelled.message["params"]["requestId"], asked);
     c.close().await.unwrap();
 }
 

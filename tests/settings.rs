@@ -70,14 +70,19 @@ impl Declared {
     /// Count the blocks after the command.
     #[acp::command]
     async fn blocks(&self, cx: &Session, rest: Prompt) -> acp::Result<StopReason> {
-        cx.message(format!("{} blocks", rest.blocks().len())).await?;
+        cx.message(format!("{} blocks", rest.blocks().len()))
+            .await?;
         Ok(StopReason::EndTurn)
     }
 
     /// Only `say` from now on.
     #[acp::command]
     async fn narrow(&self, cx: &Session) -> acp::Result<StopReason> {
-        let keep: Vec<_> = cx.commands().into_iter().filter(|c| c.name == "say").collect();
+        let keep: Vec<_> = cx
+            .commands()
+            .into_iter()
+            .filter(|c| c.name == "say")
+            .collect();
         cx.set_commands(keep).await?;
         Ok(StopReason::EndTurn)
     }
@@ -94,7 +99,7 @@ fn ids(options: &Value) -> Vec<String> {
 
 #[tokio::test(start_paused = true)]
 async fn modes_and_options_are_offered_with_their_defaults_booleans_only_to_clients_that_take_them()
- {
+{
     let client = TestClient::builder().connect(Declared).await.unwrap();
     let session = client.new_session().await.unwrap();
     let answer = session.new_session_response();
@@ -110,12 +115,18 @@ async fn modes_and_options_are_offered_with_their_defaults_booleans_only_to_clie
     assert_eq!(answer["configOptions"][0]["category"], "mode");
     assert_eq!(answer["configOptions"][1]["category"], "model");
     assert_eq!(answer["configOptions"][1]["currentValue"], "fast");
-    assert_eq!(answer["configOptions"][1]["description"], "Which model answers.");
+    assert_eq!(
+        answer["configOptions"][1]["description"],
+        "Which model answers."
+    );
     let err = session
         .set_config_option("brave_mode", true)
         .await
         .unwrap_err();
-    assert!(matches!(err, acp::Error::Rpc { code: -32602, .. }), "{err:?}");
+    assert!(
+        matches!(err, acp::Error::Rpc { code: -32602, .. }),
+        "{err:?}"
+    );
 
     let client = TestClient::builder()
         .boolean_config_options()
@@ -124,7 +135,10 @@ async fn modes_and_options_are_offered_with_their_defaults_booleans_only_to_clie
         .unwrap();
     let session = client.new_session().await.unwrap();
     let answer = session.new_session_response();
-    assert_eq!(ids(&answer["configOptions"]), ["mode", "model", "brave_mode"]);
+    assert_eq!(
+        ids(&answer["configOptions"]),
+        ["mode", "model", "brave_mode"]
+    );
     assert_eq!(answer["configOptions"][2]["type"], "boolean");
     assert_eq!(answer["configOptions"][2]["currentValue"], false);
     let options = session.set_config_option("brave_mode", true).await.unwrap();
@@ -139,12 +153,30 @@ async fn the_client_sets_mode_and_options_validated_and_kept_in_step() {
     let session = client.new_session().await.unwrap();
 
     let err = session.set_mode("yolo").await.unwrap_err().to_string();
-    assert!(err.contains("unknown mode `yolo`") && err.contains("`ask`, `code`"), "{err}");
-    let err = session.set_config_option("model", "huge").await.unwrap_err().to_string();
-    assert!(err.contains("`huge` is not a value") && err.contains("`fast`, `deep`"), "{err}");
-    let err = session.set_config_option("colour", "red").await.unwrap_err().to_string();
+    assert!(
+        err.contains("unknown mode `yolo`") && err.contains("`ask`, `code`"),
+        "{err}"
+    );
+    let err = session
+        .set_config_option("model", "huge")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("`huge` is not a value") && err.contains("`fast`, `deep`"),
+        "{err}"
+    );
+    let err = session
+        .set_config_option("colour", "red")
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("unknown config option `colour`"), "{err}");
-    let err = session.set_config_option("model", true).await.unwrap_err().to_string();
+    let err = session
+        .set_config_option("model", true)
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not a boolean"), "{err}");
 
     // The legacy mode picker: the config options UI is told.
@@ -157,7 +189,10 @@ async fn the_client_sets_mode_and_options_validated_and_kept_in_step() {
     let view = session.view();
     assert_eq!(view.mode.as_deref(), Some("ask"));
     session.set_config_option("model", "deep").await.unwrap();
-    assert_eq!(session.prompt("x").await.unwrap().text(), "Ask Deep false x");
+    assert_eq!(
+        session.prompt("x").await.unwrap().text(),
+        "Ask Deep false x"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -178,7 +213,10 @@ async fn the_agent_changes_mode_and_options_and_the_client_is_told() {
     let view = session.view();
     assert_eq!(view.mode.as_deref(), Some("code"));
     assert_eq!(view.config("model"), Some(json!("deep")));
-    assert_eq!(session.prompt("y").await.unwrap().text(), "Code Deep false y");
+    assert_eq!(
+        session.prompt("y").await.unwrap().text(),
+        "Code Deep false y"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -239,9 +277,7 @@ async fn slash_commands_are_advertised_after_the_answer_and_dispatched_by_name()
         .unwrap();
     let advertised = transcript
         .iter()
-        .position(|f| {
-            f.message["params"]["update"]["sessionUpdate"] == "available_commands_update"
-        })
+        .position(|f| f.message["params"]["update"]["sessionUpdate"] == "available_commands_update")
         .unwrap();
     assert!(answer < advertised, "the client knows the session first");
 
@@ -254,7 +290,10 @@ async fn slash_commands_are_advertised_after_the_answer_and_dispatched_by_name()
         {"type": "resource_link", "name": "a", "uri": "file:///a"},
         {"type": "resource_link", "name": "b", "uri": "file:///b"}
     ]);
-    assert_eq!(session.prompt_blocks(blocks).await.unwrap().text(), "2 blocks");
+    assert_eq!(
+        session.prompt_blocks(blocks).await.unwrap().text(),
+        "2 blocks"
+    );
     // Not a command of this agent: an ordinary prompt.
     assert_eq!(
         session.prompt("/nope x").await.unwrap().text(),
@@ -267,7 +306,10 @@ async fn slash_commands_are_advertised_after_the_answer_and_dispatched_by_name()
         session.prompt("/code").await.unwrap().text(),
         "Ask Fast false /code"
     );
-    assert_eq!(session.run_command("say", "still").await.unwrap().text(), "said: still");
+    assert_eq!(
+        session.run_command("say", "still").await.unwrap().text(),
+        "said: still"
+    );
 }
 
 struct Undeclared;
@@ -288,9 +330,18 @@ async fn without_declarations_nothing_is_offered_and_the_methods_are_not_found()
     assert!(answer.get("modes").is_none(), "{answer}");
     assert!(answer.get("configOptions").is_none(), "{answer}");
     let err = session.set_mode("ask").await.unwrap_err();
-    assert!(matches!(err, acp::Error::Rpc { code: -32601, .. }), "{err:?}");
-    let err = session.set_config_option("model", "fast").await.unwrap_err();
-    assert!(matches!(err, acp::Error::Rpc { code: -32601, .. }), "{err:?}");
+    assert!(
+        matches!(err, acp::Error::Rpc { code: -32601, .. }),
+        "{err:?}"
+    );
+    let err = session
+        .set_config_option("model", "fast")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, acp::Error::Rpc { code: -32601, .. }),
+        "{err:?}"
+    );
     // No commands advertised; `/x` is text.
     assert_eq!(session.prompt("/x").await.unwrap().text(), "/x");
     assert!(session.view().commands.is_empty());

@@ -136,7 +136,20 @@ async fn a_restarted_agent_lists_loads_replays_and_resumes_the_conversation() {
         );
 
         let loaded = second.load_session(&id).await.unwrap();
-        let replayed: Vec<_> = loaded.replayed.iter().map(|u| json!(u)).collect();
+        // The user's prompts carry the message id the agent gave them when it recorded them
+        // (the client never saw them as updates); the rest is exactly what it saw.
+        let replayed: Vec<_> = loaded
+            .replayed
+            .iter()
+            .map(|u| {
+                let mut u = json!(u);
+                if u["sessionUpdate"] == "user_message_chunk" {
+                    let id = u.as_object_mut().unwrap().remove("messageId");
+                    assert!(id.is_some_and(|id| id.is_string()), "{u}");
+                }
+                u
+            })
+            .collect();
         assert_eq!(
             replayed, seen,
             "the conversation, in order, exactly as shown"

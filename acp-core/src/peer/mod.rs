@@ -299,7 +299,20 @@ impl Peer {
         self.pending.clear();
     }
 
-    /// Sends a request to the client and waits for its answer, or for `cancel`.
+    /// Tells the client that the agent no longer waits for its request `id`
+    /// (`$/cancel_request`). Best effort: dropped if the output queue is full.
+    fn cancel_request(&self, id: i64) {
+        let params = schema::CancelRequestNotification::new(RequestId::Number(id));
+        if let Ok(bytes) =
+            jsonrpc::encode_notification(crate::protocol::methods::CANCEL_REQUEST, &params)
+        {
+            let _ = self.try_send(Frame::new(bytes, None));
+        }
+    }
+
+    /// Sends a request to the client and waits for its answer, or for `cancel`; a request
+    /// cancelled while the client works on it is cancelled at the client too
+    /// (`$/cancel_request`).
     ///
     /// A cancel read before the answer wins, even when both are ready: once the reader has
     /// seen the cancel, no call made under that token succeeds.
@@ -333,7 +346,12 @@ impl Peer {
         };
         let answer = tokio::select! {
             biased;
-            () = cancelled => return Err(Error::Cancelled),
+            () = cancelled => {
+                // Cascade: the client may stop working on it (and answers it `-32800`,
+                // which nobody waits for any more).
+                self.cancel_request(id);
+                return Err(Error::Cancelled);
+            }
             answer = rx => answer.map_err(|_| Error::ConnectionClosed)?,
             () = self.closed.cancelled() => return Err(Error::ConnectionClosed),
         };

@@ -94,7 +94,8 @@ export class FrameValidator {
       if (side === "client" && name.endsWith("Request")) {
         this.clientRequestParams.set(method, compiled());
         this.defNames.set(`req:${method}`, name);
-      } else if (side === "client" && name.endsWith("Notification")) {
+      } else if ((side === "client" || side === "protocol") && name.endsWith("Notification")) {
+        // `protocol` notifications ($/cancel_request) go both ways.
         this.clientNotificationParams.set(method, compiled());
         this.defNames.set(`notif:${method}`, name);
       } else if (side === "agent" && name.endsWith("Response")) {
