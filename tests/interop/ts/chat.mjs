@@ -66,7 +66,18 @@ await app.connectWith(stream, async (ctx) => {
   });
   const info = init.agentInfo ?? { name: "agent" };
   out(`connected to ${info.title ?? info.name} ${info.version ?? ""} (protocol v${init.protocolVersion})\n`);
-  const session = await ctx.buildSession(process.cwd()).start();
+  // An agent that needs the user to sign in answers -32000; a real editor shows its
+  // authMethods. This client uses the first one the agent runs itself (type "agent").
+  let session;
+  try {
+    session = await ctx.buildSession(process.cwd()).start();
+  } catch (e) {
+    const method = (init.authMethods ?? []).find((m) => (m.type ?? "agent") === "agent");
+    if (e?.code !== -32000 || !method) throw e;
+    out(`[auth] signing in with "${method.name}"\n`);
+    await ctx.request("authenticate", { methodId: method.id });
+    session = await ctx.buildSession(process.cwd()).start();
+  }
   for (const text of prompts) {
     out(`\n> ${text}\n`);
     const answer = await ctx.request("session/prompt", {
