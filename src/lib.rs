@@ -163,8 +163,13 @@ mod json_schema {
 /// | `name = expr` | `agentInfo.name` in the `initialize` answer (anything `Into<String>`) | `env!("CARGO_PKG_NAME")` of your crate |
 /// | `title = expr` | `agentInfo.title`, shown by clients | none |
 /// | `version = expr` | `agentInfo.version` | `env!("CARGO_PKG_VERSION")` of your crate |
-/// | `prompt(image, audio, embedded_context)` | prompt capabilities: the content the client may send in a prompt | text and resource links only |
+/// | `prompt(image, audio, embedded_context)` | prompt capabilities: the content the client may send in a prompt; anything else is refused with `-32602` naming the block | text and resource links only |
+/// | `modes = Type` | the session's modes: a [`Modes`](trait@Modes) type (`#[derive(acp::Modes)]`), offered as `modes` and as the `mode` config option, answered by the runtime (see [`Session::mode`]) | no modes |
+/// | `config(TypeA, TypeB, …)` | the session's config options, in this order: [`ConfigOption`](trait@ConfigOption) types (`#[derive(acp::ConfigOption)]`), answered by the runtime (see [`Session::config`]) | no options |
 /// | `crate = path` (or `crate = "path"`) | where the `acp` crate is, for a renamed dependency or a re-export | `::acp` |
+///
+/// MCP transports are not an option: the runtime connects the client's MCP servers itself
+/// and advertises exactly the transports compiled in (features `mcp-http`, `mcp-sse`).
 ///
 /// # Methods it recognises
 ///
@@ -176,12 +181,12 @@ mod json_schema {
 /// | method | signature | effect |
 /// | --- | --- | --- |
 /// | `prompt` | `async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason>` | one prompt turn ([`Agent::prompt`]); required |
-/// | `new_session` | `async fn new_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | modes, config options, commands of a new session |
+/// | `new_session` | `async fn new_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | extra slash commands and the answer's `_meta` for a new session (modes and options are declared) |
 /// | `load_session` | `async fn load_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | `session/load`; advertises `loadSession` |
-/// | `auth_methods` | `fn auth_methods(&self) -> Vec<schema::AuthMethod>` | the authentication methods advertised in `initialize`; needs `authenticate` |
-/// | `authenticate` | `async fn authenticate(&self, method: schema::AuthMethodId) -> acp::Result<()>` | the `authenticate` request; needs `auth_methods` |
-/// | `set_mode` | `async fn set_mode(&self, cx: &Session, mode: schema::SessionModeId) -> acp::Result<()>` | `session/set_mode` |
-/// | `set_config_option` | `async fn set_config_option(&self, cx: &Session, option: schema::SessionConfigId, value: schema::SessionConfigOptionValue) -> acp::Result<Vec<schema::SessionConfigOption>>` | `session/set_config_option` |
+/// | `auth_methods` | `fn auth_methods(&self) -> Vec<schema::AuthMethod>` | the authentication methods advertised in `initialize` (terminal ones only to clients with `auth.terminal`); needs `authenticate` |
+/// | `authenticate` | `async fn authenticate(&self, cx: &Client, method: schema::AuthMethodId) -> acp::Result<()>` | the `authenticate` request, for one of the advertised methods of type `agent`; needs `auth_methods` |
+/// | `authenticated` | `async fn authenticated(&self, cx: &Client) -> bool` | whether the user is authenticated: `false` answers `session/new`, `load` and `resume` with `-32000 Authentication required`; needs `auth_methods` |
+/// | `logout` | `async fn logout(&self, cx: &Client) -> acp::Result<()>` | the `logout` request; advertises `auth.logout`; needs `auth_methods` |
 ///
 /// `acp::Result<T>` may be any `Result<T, E>` whose `E` has `From<acp::Error>` and `Display`
 /// (and is `Send + 'static`), e.g. `anyhow::Result<StopReason>`, so `?` works on any error.
@@ -197,7 +202,9 @@ mod json_schema {
 ///
 /// Every `#[acp::tool]` method becomes a tool: [`Agent::tools`] lists their definitions (name,
 /// description, kind, title, permission policy, JSON Schema of the parameters) and
-/// [`Agent::call_tool`] / [`Session::call_tool`] run one by name with JSON arguments.
+/// [`Agent::call_tool`] / [`Session::call_tool`] run one by name with JSON arguments. Every
+/// [`#[acp::command]`](macro@command) method becomes a slash command, and every
+/// [`#[acp::ext("_…")]`](macro@ext) method an extension request or notification.
 ///
 /// Generics and `where` clauses on the impl carry over to the generated impl, and so do
 /// `#[cfg(...)]` attributes on methods (a tool compiled out is not listed). Futures must be
@@ -212,7 +219,9 @@ mod json_schema {
 /// duplicate tool name, a title placeholder that is not a parameter, a tool that is not
 /// `async`, lacks the `&Session` parameter, takes a reference (`&str`: use `String`) or does
 /// not return a `Result`, a parameter type that is not `Serialize + Deserialize + JsonSchema`
-/// (one error at it), an error type without `From<acp::Error>`, a future that is not `Send`.
+/// (one error at it), an error type without `From<acp::Error>`, a future that is not `Send`,
+/// a `modes`/`config` type that is not one (at the type), a command or extension method of
+/// the wrong shape, an extension name without its leading `_`.
 /// The impl is still emitted (with a stand-in `Agent` impl) so the rest of the crate and the
 /// IDE keep working.
 #[doc(inline)]
@@ -261,6 +270,7 @@ pub use acp_macros::agent;
 /// | `title = "…"` | the title shown, with `{param}` placeholders filled from the arguments (`{{`/`}}` for braces); placeholders are checked at compile time | the tool's name |
 /// | `permission` (or `permission = bool`) | ask the user before running | no |
 /// | `name = "…"` | the tool's name for calls by name (1–64 of `A-Za-z0-9_-`, unique) | the method's name |
+/// | `requires(terminal, fs, fs_read, fs_write)` | client capabilities the tool cannot run without: with a client lacking one, the tool is left out of [`Session::tools`] and a call fails with [`Error::Unsupported`] before anything is sent | none |
 ///
 /// # The method
 ///
@@ -370,8 +380,95 @@ pub use acp_macros::ConfigOption;
 /// ```
 pub use acp_macros::Modes;
 
+/// Marks a method of an [`#[acp::agent]`](macro@agent) impl as a slash command: advertised to
+/// the editor when a session starts (`available_commands_update`, the doc comment as its
+/// description), and run — as a prompt turn — when a prompt starts with `/name`.
+///
+/// ```no_run
+/// use acp::{Prompt, Session, StopReason};
+///
+/// struct Notes;
+///
+/// #[acp::agent(name = "notes")]
+/// impl Notes {
+///     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+///         cx.message(prompt.text()).await?;
+///         Ok(StopReason::EndTurn)
+///     }
+///
+///     /// Forget everything noted so far.
+///     #[acp::command]
+///     async fn clear(&self, cx: &Session) -> acp::Result<StopReason> {
+///         cx.message("Cleared.").await?;
+///         Ok(StopReason::EndTurn)
+///     }
+///
+///     /// Search the notes.
+///     #[acp::command(hint = "words to look for")]
+///     async fn find(&self, cx: &Session, words: String) -> acp::Result<StopReason> {
+///         cx.message(format!("Looking for {words}…")).await?;
+///         Ok(StopReason::EndTurn)
+///     }
+/// }
+/// ```
+///
+/// `async fn name(&self, cx: &Session[, input]) -> acp::Result<StopReason>`: the input, if
+/// any, is the text after `/name` (`String`) or the whole rest of the prompt (`acp::Prompt`,
+/// with its images and links). Options: `name = "…"` (the name typed after `/`; default the
+/// method's), `hint = "…"` (shown while the user types the input). The session's commands
+/// can change while it runs ([`Session::set_commands`]); a prompt starting with a command
+/// that is not (or no longer) among them reaches `prompt` as text. The runtime records the
+/// prompt, cancels and answers the turn exactly as for `prompt`.
+///
+/// Outside an `#[acp::agent]` impl this attribute is an error.
 #[doc(inline)]
-pub use acp_macros::{command, ext};
+pub use acp_macros::command;
+
+/// Marks a method of an [`#[acp::agent]`](macro@agent) impl as an extension method: a
+/// JSON-RPC request (or, with `notification`, a notification) outside the protocol, whose name
+/// starts with `_` (`_vendor/name`).
+///
+/// ```no_run
+/// use acp::{Client, Prompt, Session, StopReason};
+///
+/// #[derive(serde::Deserialize)]
+/// struct StatsParams { path: String }
+///
+/// #[derive(serde::Serialize)]
+/// struct Stats { lines: usize }
+///
+/// struct Indexer;
+///
+/// #[acp::agent(name = "indexer")]
+/// impl Indexer {
+///     async fn prompt(&self, _cx: &Session, _prompt: Prompt) -> acp::Result<StopReason> {
+///         Ok(StopReason::EndTurn)
+///     }
+///
+///     /// `_indexer/stats`: answered with typed params and result.
+///     #[acp::ext("_indexer/stats")]
+///     async fn stats(&self, _cx: &Client, params: StatsParams) -> acp::Result<Stats> {
+///         Ok(Stats { lines: params.path.len() })
+///     }
+///
+///     /// `_indexer/reindex`: a notification, never answered (an error is logged).
+///     #[acp::ext("_indexer/reindex", notification)]
+///     async fn reindex(&self, _cx: &Client, _params: serde_json::Value) -> acp::Result<()> {
+///         Ok(())
+///     }
+/// }
+/// ```
+///
+/// `async fn name(&self, cx: &Client, params: P) -> acp::Result<R>` with `P: Deserialize`
+/// (params that do not fit are answered `-32602` naming the field) and `R: Serialize`; a
+/// notification returns `acp::Result<()>`. Extension methods the agent does not declare are
+/// answered `-32601` (requests) or ignored (notifications), as the protocol says. The agent
+/// sends its own with [`Client::ext_request`] and [`Client::ext_notify`]; the request's
+/// `_meta` is [`Client::request_meta`].
+///
+/// Outside an `#[acp::agent]` impl this attribute is an error.
+#[doc(inline)]
+pub use acp_macros::ext;
 
 mod logging;
 pub use logging::init_logging;

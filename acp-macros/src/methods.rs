@@ -56,7 +56,7 @@ pub(crate) const METHODS: &[Method] = &[
         fallible: true,
         forwards_to: "new_session",
         needs: None,
-        doc: "modes, config options, commands of a new session",
+        doc: "extra slash commands and the answer's `_meta` for a new session (modes and options are declared)",
     },
     Method {
         name: "load_session",
