@@ -20,6 +20,11 @@
 //! - anything else: echoed as a message chunk.
 //!
 //! Non-text blocks of the prompt (images, audio, resource links, resources) are echoed back.
+//!
+//! Beside prompts it declares modes and two config options (a select and a boolean), a slash
+//! command (`/flip`, which switches both and sets the title), an extension request
+//! (`_fuzz/echo`, typed params) and notification (`_fuzz/note`), an authentication method and
+//! `logout`: the runtime routes and validates all of them.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,12 +32,36 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use acp::schema::{
     AuthMethod, AuthMethodAgent, AuthMethodId, AvailableCommand, ContentBlock, PermissionOption,
-    PermissionOptionKind, SessionMode, SessionModeId, SessionModeState,
+    PermissionOptionKind,
 };
 use acp::{
-    Diff, Json, PlanEntry, PlanEntryPriority, PlanEntryStatus, Prompt, Session, SessionSetup,
-    StopReason, Terminal, ToolKind,
+    Client, Diff, Json, PlanEntry, PlanEntryPriority, PlanEntryStatus, Prompt, Session,
+    SessionSetup, StopReason, Terminal, ToolKind,
 };
+
+/// The fuzzed agent's modes.
+#[derive(acp::Modes, Clone, Copy, Default, Debug, PartialEq)]
+pub enum FuzzMode {
+    /// Answers.
+    #[default]
+    Ask,
+    /// Edits.
+    Code,
+}
+
+/// A select option.
+#[derive(acp::ConfigOption, Clone, Copy, Default, Debug, PartialEq)]
+pub enum Tone {
+    /// Plain.
+    #[default]
+    Plain,
+    /// Loud.
+    Loud,
+}
+
+/// A boolean option.
+#[derive(acp::ConfigOption, Clone, Copy, Default, Debug, PartialEq)]
+pub struct Brave(pub bool);
 
 /// Commands run per prompt, at most.
 pub const MAX_COMMANDS: usize = 8;
@@ -68,7 +97,9 @@ pub struct Sum {
 #[acp::agent(
     name = "fuzz",
     title = "Fuzz target",
-    prompt(image, audio, embedded_context)
+    prompt(image, audio, embedded_context),
+    modes = FuzzMode,
+    config(Tone, Brave)
 )]
 impl FuzzAgent {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
@@ -159,14 +190,32 @@ impl FuzzAgent {
 
     async fn new_session(&self, _cx: &Session) -> acp::Result<SessionSetup> {
         Ok(SessionSetup::default()
-            .modes(SessionModeState::new(
-                "ask",
-                vec![
-                    SessionMode::new("ask", "Ask"),
-                    SessionMode::new("code", "Code"),
-                ],
-            ))
             .commands(vec![AvailableCommand::new("help", "Lists the commands")]))
+    }
+
+    /// Switches mode and tone, as an agent may at any time.
+    #[acp::command(hint = "anything")]
+    async fn flip(&self, cx: &Session, _input: String) -> acp::Result<StopReason> {
+        let mode = match cx.mode::<FuzzMode>() {
+            FuzzMode::Ask => FuzzMode::Code,
+            FuzzMode::Code => FuzzMode::Ask,
+        };
+        cx.set_mode(mode).await?;
+        cx.set_config(Tone::Loud).await?;
+        cx.title(format!("{mode:?}")).await?;
+        Ok(StopReason::EndTurn)
+    }
+
+    /// An extension request with typed params.
+    #[acp::ext("_fuzz/echo")]
+    async fn ext_echo(&self, _cx: &Client, params: Vec<u32>) -> acp::Result<Vec<u32>> {
+        Ok(params)
+    }
+
+    /// An extension notification.
+    #[acp::ext("_fuzz/note", notification)]
+    async fn ext_note(&self, _cx: &Client, _params: serde_json::Value) -> acp::Result<()> {
+        Ok(())
     }
 
     async fn load_session(&self, cx: &Session) -> acp::Result<SessionSetup> {
@@ -178,7 +227,11 @@ impl FuzzAgent {
         vec![AuthMethod::Agent(AuthMethodAgent::new("token", "Token"))]
     }
 
-    async fn authenticate(&self, method: AuthMethodId) -> acp::Result<()> {
+    async fn logout(&self, _cx: &Client) -> acp::Result<()> {
+        Ok(())
+    }
+
+    async fn authenticate(&self, _cx: &Client, method: AuthMethodId) -> acp::Result<()> {
         if method.0.as_ref() == "token" {
             Ok(())
         } else {
@@ -186,12 +239,6 @@ impl FuzzAgent {
         }
     }
 
-    async fn set_mode(&self, _cx: &Session, mode: SessionModeId) -> acp::Result<()> {
-        match mode.0.as_ref() {
-            "ask" | "code" => Ok(()),
-            other => Err(acp::Error::InvalidParams(format!("unknown mode `{other}`"))),
-        }
-    }
 
     /// Reads a text file through the editor; a missing file is empty.
     ///

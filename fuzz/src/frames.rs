@@ -237,9 +237,12 @@ pub enum Method {
     Other(String),
 }
 
-const METHODS: [&str; 17] = [
+const METHODS: [&str; 20] = [
     "initialize",
     "authenticate",
+    "logout",
+    "_fuzz/echo",
+    "_fuzz/note",
     "session/new",
     "session/load",
     "session/prompt",
