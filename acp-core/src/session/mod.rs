@@ -337,6 +337,9 @@ impl Session {
         params: &P,
     ) -> Result<T> {
         self.check_cancelled()?;
+        if self.turn.is_none() && self.state.is_closed() {
+            return Err(Error::SessionClosed);
+        }
         let cancel = self.turn.as_ref().map(|t| &t.cancel);
         self.state.conn.peer.request(method, params, cancel).await
     }
