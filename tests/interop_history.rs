@@ -19,6 +19,7 @@ const HISTORY: support::InteropScript = support::InteropScript {
 
 interop_scenarios!(HISTORY;
     advertised,
+    store_less,
     load_replays_after_restart,
     load_after_kill,
     list_filters_and_paginates,

@@ -21,7 +21,7 @@
 
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import { spawnAgent } from "./lib/agent.mjs";
 import { ScenarioFailure, WAIT_MS, describeError, runCli, scenario, sleep, withTimeout } from "./lib/harness.mjs";
@@ -75,9 +75,9 @@ class Fixture {
    * (see Peer). Afterwards the agent's stdin is closed and it must exit with status 0, unless
    * the body killed it (`peer.kill()`).
    */
-  async run(name, body) {
-    this.checks.must(existsSync(this.binary), `echo binary not found: ${this.binary} (cargo build --example echo)`);
-    const agent = spawnAgent(this.binary, this.validator, { env: { ACP_DATA_DIR: this.dataDir } });
+  async run(name, body, { binary = this.binary, env = {} } = {}) {
+    this.checks.must(existsSync(binary), `agent binary not found: ${binary} (cargo build --examples)`);
+    const agent = spawnAgent(binary, this.validator, { env: { ACP_DATA_DIR: this.dataDir, ...env } });
     agent.name = name;
     this.agents.push(agent);
     const peer = new Peer(this, name, agent);
@@ -351,6 +351,38 @@ scenario(
       }
       c.note(`agentCapabilities: ${JSON.stringify(caps)}`);
     });
+  },
+);
+
+scenario(
+  "store_less",
+  "an agent served without a store (the bench example with ACP_BENCH_NO_STORE=1) advertises neither loadSession nor sessionCapabilities.{list, resume, delete} (close only), and answers session/list, /load, /resume and /delete with -32601",
+  async ({ fx, c }) => {
+    const binary = join(dirname(fx.binary), `bench${process.platform === "win32" ? ".exe" : ""}`);
+    await fx.run(
+      "A",
+      async (peer) => {
+        const res = await peer.initialize();
+        const caps = res.agentCapabilities ?? {};
+        c.equal(caps.loadSession ?? false, false, "agentCapabilities.loadSession");
+        const sc = caps.sessionCapabilities ?? {};
+        c.equal(Object.keys(sc).sort(), ["close"], "agentCapabilities.sessionCapabilities keys");
+        const sid = await peer.newSession(fx.dataDir);
+        const cwd = fx.dataDir;
+        for (const [method, params] of [
+          [SESSION.list, {}],
+          [SESSION.load, { sessionId: sid, cwd, mcpServers: [] }],
+          [SESSION.resume, { sessionId: sid, cwd, mcpServers: [] }],
+          [SESSION.delete, { sessionId: sid }],
+        ]) {
+          const e = await peer.callFails(method, params);
+          c.equal(e.code, -32601, `${method}: the error code`);
+        }
+        // Nothing was recorded: the data dir holds no store of the agent's.
+        c.check(!existsSync(join(fx.dataDir, "bench")), `no store under ${fx.dataDir}/bench`);
+      },
+      { binary, env: { ACP_BENCH_NO_STORE: "1" } },
+    );
   },
 );
 
