@@ -97,7 +97,11 @@ impl Tour {
             "[{:?}, {:?}{}] {} ({extra} attachments)",
             cx.mode::<Mode>(),
             cx.config::<Model>(),
-            if cx.config::<Brave>().0 { ", brave" } else { "" },
+            if cx.config::<Brave>().0 {
+                ", brave"
+            } else {
+                ""
+            },
             prompt.text()
         );
         cx.message(reply).await?;
@@ -107,10 +111,17 @@ impl Tour {
     /// List the commands.
     #[acp::command]
     async fn help(&self, cx: &Session) -> acp::Result<StopReason> {
-        let names: Vec<_> = cx.commands().iter().map(|c| format!("/{}", c.name)).collect();
+        let names: Vec<_> = cx
+            .commands()
+            .iter()
+            .map(|c| format!("/{}", c.name))
+            .collect();
         let pings = self.pings.load(Ordering::Relaxed);
-        cx.message(format!("Commands: {} (pinged {pings} times)", names.join(", ")))
-            .await?;
+        cx.message(format!(
+            "Commands: {} (pinged {pings} times)",
+            names.join(", ")
+        ))
+        .await?;
         Ok(StopReason::EndTurn)
     }
 
@@ -189,7 +200,12 @@ impl Tour {
     }
 
     /// Runs a command in the editor's terminal.
-    #[acp::tool(kind = "execute", title = "Run {command}", permission, requires(terminal))]
+    #[acp::tool(
+        kind = "execute",
+        title = "Run {command}",
+        permission,
+        requires(terminal)
+    )]
     async fn run(&self, cx: &Session, command: String) -> acp::Result<String> {
         let terminal = cx.terminal().create(command, Vec::<String>::new()).await?;
         terminal.wait_for_exit().await?;

@@ -8,10 +8,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use acp::schema::{
-    AuthMethod, AuthMethodAgent, AuthMethodId, AuthMethodTerminal, Cost, SessionUpdate,
-    UsageUpdate,
+    AuthMethod, AuthMethodAgent, AuthMethodId, AuthMethodTerminal, Cost, SessionUpdate, UsageUpdate,
 };
-use acp::testing::{MemoryFs, TestClient, TerminalStub};
+use acp::testing::{MemoryFs, TerminalStub, TestClient};
 use acp::{Client, Prompt, Session, StopReason};
 use serde_json::{Value, json};
 
@@ -78,7 +77,8 @@ impl Surface {
             }
             "pings" => {
                 let pinged = self.pinged.lock().unwrap().clone();
-                cx.message(format!("pinged {}", Value::Array(pinged))).await?;
+                cx.message(format!("pinged {}", Value::Array(pinged)))
+                    .await?;
             }
             "tools" => {
                 let names: Vec<_> = cx.tools().await.into_iter().map(|t| t.name).collect();
@@ -88,7 +88,10 @@ impl Surface {
                 Ok(output) => cx.message(output.to_text()).await?,
                 Err(e) => cx.message(format!("error: {e}")).await?,
             },
-            _ => cx.message(format!("{} blocks: {text}", prompt.blocks().len())).await?,
+            _ => {
+                cx.message(format!("{} blocks: {text}", prompt.blocks().len()))
+                    .await?
+            }
         }
         Ok(StopReason::EndTurn)
     }
@@ -124,7 +127,12 @@ impl Surface {
     #[acp::ext("_surface/stats")]
     async fn stats(&self, cx: &Client, req: StatsRequest) -> acp::Result<Stats> {
         assert!(cx.info().is_none());
-        let longest = req.words.iter().max_by_key(|w| w.len()).cloned().unwrap_or_default();
+        let longest = req
+            .words
+            .iter()
+            .max_by_key(|w| w.len())
+            .cloned()
+            .unwrap_or_default();
         Ok(Stats {
             count: req.words.len(),
             longest,
@@ -161,7 +169,10 @@ fn code(e: &acp::Error) -> i32 {
 
 #[tokio::test(start_paused = true)]
 async fn terminal_auth_methods_are_offered_only_to_clients_that_can_run_them() {
-    let client = TestClient::builder().connect(Surface::default()).await.unwrap();
+    let client = TestClient::builder()
+        .connect(Surface::default())
+        .await
+        .unwrap();
     let methods = &client.initialize_response()["authMethods"];
     assert_eq!(methods.as_array().unwrap().len(), 1, "{methods}");
     assert_eq!(methods[0]["id"], "key");
@@ -199,9 +210,16 @@ async fn terminal_auth_methods_are_offered_only_to_clients_that_can_run_them() {
 
 #[tokio::test(start_paused = true)]
 async fn sessions_wait_for_authentication_and_logout_ends_it() {
-    let client = TestClient::builder().connect(Surface::default()).await.unwrap();
+    let client = TestClient::builder()
+        .connect(Surface::default())
+        .await
+        .unwrap();
     let err = client.new_session().await.unwrap_err();
-    assert_eq!(code(&err), -32000, "auth required before authenticate: {err}");
+    assert_eq!(
+        code(&err),
+        -32000,
+        "auth required before authenticate: {err}"
+    );
 
     let err = client
         .request(
@@ -221,7 +239,10 @@ async fn sessions_wait_for_authentication_and_logout_ends_it() {
     let session = client.new_session().await.unwrap();
     assert_eq!(session.prompt("hi").await.unwrap().text(), "1 blocks: hi");
 
-    assert_eq!(client.request("logout", json!({})).await.unwrap(), json!({}));
+    assert_eq!(
+        client.request("logout", json!({})).await.unwrap(),
+        json!({})
+    );
     assert_eq!(code(&client.new_session().await.unwrap_err()), -32000);
 }
 
@@ -239,9 +260,11 @@ impl Open {
 async fn without_auth_methods_nothing_is_gated_and_the_auth_methods_are_not_found() {
     let client = TestClient::builder().connect(Open).await.unwrap();
     assert_eq!(client.initialize_response()["authMethods"], json!([]));
-    assert!(client.initialize_response()["agentCapabilities"]["auth"]
-        .get("logout")
-        .is_none());
+    assert!(
+        client.initialize_response()["agentCapabilities"]["auth"]
+            .get("logout")
+            .is_none()
+    );
     client.new_session().await.unwrap();
     for method in ["authenticate", "logout", "_surface/stats"] {
         let err = client
@@ -301,7 +324,9 @@ async fn the_agent_sends_its_own_extension_requests_and_notifications() {
     let answer = client.wait_for_response(&prompt).await.unwrap();
     assert_eq!(answer["result"]["stopReason"], "end_turn");
     let notified = client
-        .wait_for("_surface/progress", |f| f.method() == Some("_surface/progress"))
+        .wait_for("_surface/progress", |f| {
+            f.method() == Some("_surface/progress")
+        })
         .await
         .unwrap();
     assert_eq!(notified.message["params"], json!({"done": true}));
@@ -416,7 +441,10 @@ async fn a_detached_handle_sends_after_the_turn_and_fails_once_the_session_is_cl
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     let sent_after: Vec<_> = client.transcript()[before..]
         .iter()
-        .filter(|f| f.session_update().is_some_and(|n| n.session_id == *other.id()))
+        .filter(|f| {
+            f.session_update()
+                .is_some_and(|n| n.session_id == *other.id())
+        })
         .filter(|f| f.message["params"]["update"]["sessionUpdate"] == "session_info_update")
         .cloned()
         .collect();
@@ -425,7 +453,7 @@ async fn a_detached_handle_sends_after_the_turn_and_fails_once_the_session_is_cl
 
 #[tokio::test(start_paused = true)]
 async fn tools_that_need_a_capability_the_client_lacks_are_hidden_and_fail_before_anything_is_sent()
- {
+{
     let client = logged_in(TestClient::builder()).await;
     let session = client.new_session().await.unwrap();
     assert_eq!(session.prompt("tools").await.unwrap().text(), "");

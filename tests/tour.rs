@@ -69,7 +69,8 @@ async fn tour_works_once_signed_in_for_every_prompt_shape() {
     let link = json!({"type": "resource_link", "uri": "file:///w/a.rs", "name": "a.rs"});
     let image = json!({"type": "image", "data": "AAAA", "mimeType": "image/png"});
     let audio = json!({"type": "audio", "data": "AAAA", "mimeType": "audio/wav"});
-    let resource = json!({"type": "resource", "resource": {"uri": "file:///w/b.rs", "text": "fn b() {}"}});
+    let resource =
+        json!({"type": "resource", "resource": {"uri": "file:///w/b.rs", "text": "fn b() {}"}});
     for blocks in [
         json!([{"type": "text", "text": "hi"}]),
         json!([{"type": "text", "text": "hi"}, link]),
@@ -100,7 +101,10 @@ async fn tour_works_once_signed_in_for_every_prompt_shape() {
     let view = session.view();
     assert_eq!(view.title.as_deref(), Some("My tour"));
     assert!(view.usage.is_some());
-    assert_eq!(view.command_names(), ["help", "title", "usage", "code", "ask"]);
+    assert_eq!(
+        view.command_names(),
+        ["help", "title", "usage", "code", "ask"]
+    );
     client.close().await.unwrap();
 }
 
@@ -161,6 +165,9 @@ async fn tour_answers_its_extensions_and_logs_out() {
     );
     client.request("logout", json!({})).await.unwrap();
     let err = client.new_session().await.unwrap_err();
-    assert!(matches!(err, acp::Error::Rpc { code: -32000, .. }), "{err:?}");
+    assert!(
+        matches!(err, acp::Error::Rpc { code: -32000, .. }),
+        "{err:?}"
+    );
     client.close().await.unwrap();
 }

@@ -158,7 +158,7 @@ impl SessionStore for SqliteStore {
         let sid = id.clone();
         let count = sql_int(batch.len() as u64);
         // The batch's text is the row: one record per line (JSON has no raw newlines).
-        let body = batch.text;
+        let body = batch.into_text();
         self.run(move |conn| {
             let tx = if count == 0 {
                 conn.transaction()
