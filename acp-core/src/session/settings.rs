@@ -12,7 +12,7 @@ use crate::{Error, Result};
 /// A setting of a session, as its type describes it: a choice among values (an `enum`) or
 /// an on/off switch (a `bool` newtype). Derive it with `#[derive(acp::ConfigOption)]`, and
 /// declare it with `#[acp::agent(config(MyOption))]`; the runtime offers it to the client,
-/// applies the client's changes, and hands it to the agent with [`Session::config`].
+/// applies the client's changes, and hands it to the agent with [`Session::config`](crate::Session::config).
 ///
 /// ```
 /// use acp_core::{ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Choice};

@@ -85,7 +85,7 @@ impl<'de> serde::Deserialize<'de> for Record {
 }
 
 /// Records already encoded the way stores keep them: one JSON line each, as [`Record`]
-/// serializes. The runtime hands the store a batch at a time ([`SessionStore::append_batch`]),
+/// serializes. The runtime hands the store a batch at a time ([`SessionStore::append_batch`](super::SessionStore::append_batch)),
 /// built straight from the frames it sends, so recording an update costs one copy of its text.
 ///
 /// ```
