@@ -40,3 +40,20 @@ mod surface {
         message_ids,
     );
 }
+
+const AUTH_EXT: support::InteropScript = support::InteropScript {
+    path: "tests/interop/ts/auth_ext.mjs",
+    what: "TypeScript SDK auth/extension/elicitation/cancel scenario",
+    run: |args| support::run_node_script("auth_ext.mjs", args),
+    target: examples_dir,
+};
+
+/// Authentication, extension methods, elicitation, the cancel cascade.
+mod auth_ext {
+    crate::interop_scenarios!(super::AUTH_EXT;
+        auth,
+        extensions,
+        elicitation,
+        cancel_cascade,
+    );
+}

@@ -18,7 +18,7 @@
 // <examples-dir> holds the example binaries (cargo puts them in <target>/debug/examples).
 // Exit status: 0 when every selected scenario passed, 1 otherwise, 2 on usage errors.
 
-import { WAIT_MS, runCli, scenario, sleep } from "./lib/harness.mjs";
+import { WAIT_MS, runCli, scenario } from "./lib/harness.mjs";
 import { Fixture, canon, clientCapabilities, labelOf, same, updatesIn } from "./lib/peer.mjs";
 
 // ---------------------------------------------------------------------------
@@ -167,9 +167,8 @@ scenario(
       c.equal(cmd.labels, ["update current_mode_update", "update config_option_update", "answer end_turn"], "tour: frames of /code");
       same(c, updatesIn(cmd.between, "current_mode_update"), [{ sessionUpdate: "current_mode_update", currentModeId: "code" }], "tour: the current_mode_update of /code");
       same(c, configUpdate(cmd.between), [modeOption("code"), modelOption("fast")], "tour: the config_option_update of /code");
-      await sleep(0);
       c.check(
-        peer.updates.some((u) => u.sessionId === sid && u.update.sessionUpdate === "current_mode_update" && u.update.currentModeId === "code"),
+        await peer.delivered((u) => u.sessionId === sid && u.update.sessionUpdate === "current_mode_update" && u.update.currentModeId === "code"),
         "tour: the SDK handed the client the current_mode_update",
       );
     });
@@ -262,9 +261,8 @@ async function commandsAfterNew(c, peer, created, expected, who) {
   c.check(frame.seq > created.answer.seq, `${who}: the available_commands_update (#${frame.seq}) comes after the session/new answer (#${created.answer.seq})`);
   c.equal(created.between.map(labelOf), [], `${who}: frames between session/new and its answer`);
   same(c, frame.msg.params.update.availableCommands, expected, `${who}: availableCommands`);
-  await sleep(0);
   c.check(
-    peer.updates.some((u) => u.sessionId === created.sessionId && u.update.sessionUpdate === "available_commands_update"),
+    await peer.delivered((u) => u.sessionId === created.sessionId && u.update.sessionUpdate === "available_commands_update"),
     `${who}: the SDK handed the client the available_commands_update`,
   );
 }

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import { spawnAgent } from "./agent.mjs";
-import { ScenarioFailure, WAIT_MS, describeError, withTimeout } from "./harness.mjs";
+import { ScenarioFailure, WAIT_MS, describeError, sleep, withTimeout } from "./harness.mjs";
 
 const EXE = process.platform === "win32" ? ".exe" : "";
 
@@ -233,8 +233,16 @@ export class Peer {
     return ex;
   }
 
-  /** The agent frames after `frame` (by seq) up to now. */
-  framesAfter(frame) {
-    return this.tap.agentFrames().filter((f) => f.seq > frame.seq);
+  /**
+   * Whether the SDK handed the client's session/update handler an update matching `pred`
+   * (`pred(params)`) within WAIT_MS: the tap sees a frame before the SDK dispatches it.
+   */
+  async delivered(pred) {
+    const deadline = Date.now() + WAIT_MS;
+    while (!this.updates.some(pred)) {
+      if (Date.now() > deadline) return false;
+      await sleep(5);
+    }
+    return true;
   }
 }
