@@ -185,7 +185,7 @@ mod json_schema {
 /// | `load_session` | `async fn load_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | `session/load`; advertises `loadSession` |
 /// | `auth_methods` | `fn auth_methods(&self) -> Vec<schema::AuthMethod>` | the authentication methods advertised in `initialize` (terminal ones only to clients with `auth.terminal`); needs `authenticate` |
 /// | `authenticate` | `async fn authenticate(&self, cx: &Client, method: schema::AuthMethodId) -> acp::Result<()>` | the `authenticate` request, for one of the advertised methods of type `agent`; needs `auth_methods` |
-/// | `authenticated` | `async fn authenticated(&self, cx: &Client) -> bool` | whether the user is authenticated: `false` answers `session/new`, `load` and `resume` with `-32000 Authentication required`; needs `auth_methods` |
+/// | `authenticated` | `async fn authenticated(&self, cx: &Client) -> bool` | whether the user is authenticated: `false` answers `session/new`, `load`, `resume`, `list` and `delete` with `-32000 Authentication required`; needs `auth_methods` |
 /// | `logout` | `async fn logout(&self, cx: &Client) -> acp::Result<()>` | the `logout` request; advertises `auth.logout`; needs `auth_methods` |
 ///
 /// `acp::Result<T>` may be any `Result<T, E>` whose `E` has `From<acp::Error>` and `Display`

@@ -102,9 +102,10 @@ pub trait Agent: Send + Sync + 'static {
         }
     }
 
-    /// Whether the user is authenticated. Asked before `session/new`, `session/load` and
-    /// `session/resume` when the agent has [`auth_methods`](Agent::auth_methods): `false`
-    /// answers them `-32000 Authentication required`. The default says yes (authentication
+    /// Whether the user is authenticated. Asked before `session/new`, `session/load`,
+    /// `session/resume`, `session/list` and `session/delete` when the agent has
+    /// [`auth_methods`](Agent::auth_methods): `false` answers them `-32000 Authentication
+    /// required` (sessions already open go on; `session/close` always works). The default says yes (authentication
     /// is optional); [`Client::has_authenticated`] tells whether `authenticate` succeeded on
     /// this connection.
     fn authenticated(&self, cx: &Client) -> impl Future<Output = bool> + Send {

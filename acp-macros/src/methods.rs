@@ -96,7 +96,7 @@ pub(crate) const METHODS: &[Method] = &[
         fallible: false,
         forwards_to: "authenticated",
         needs: Some("auth_methods"),
-        doc: "whether the user is authenticated: `false` answers `session/new`, `load` and `resume` with `-32000 Authentication required`; needs `auth_methods`",
+        doc: "whether the user is authenticated: `false` answers `session/new`, `load`, `resume`, `list` and `delete` with `-32000 Authentication required`; needs `auth_methods`",
     },
     Method {
         name: "logout",

@@ -78,9 +78,13 @@ pub(super) fn list<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::ListSessionsRequest = params(methods::SESSION_LIST, raw)?;
-    let (store, conn) = (r.store().cloned(), r.conn.clone());
+    let (store, conn, agent) = (r.store().cloned(), r.conn.clone(), r.agent.clone());
     Ok(Box::pin(async move {
         let Some(store) = store else { return };
+        // The user's conversations are shown to a signed-in user only.
+        if let Err(e) = authenticated(&*agent, &conn).await {
+            return answer(&conn, &id, Err::<(), _>(e)).await;
+        }
         let page = store
             .list(req.cwd.as_deref(), req.cursor.as_deref(), PAGE)
             .await
@@ -208,9 +212,12 @@ pub(super) fn delete<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::DeleteSessionRequest = params(methods::SESSION_DELETE, raw)?;
-    let (store, conn) = (r.store().cloned(), r.conn.clone());
+    let (store, conn, agent) = (r.store().cloned(), r.conn.clone(), r.agent.clone());
     Ok(Box::pin(async move {
         let Some(store) = store else { return };
+        if let Err(e) = authenticated(&*agent, &conn).await {
+            return answer(&conn, &id, Err::<(), _>(e)).await;
+        }
         // Closing it cancels its turn.
         conn.sessions.remove(&req.session_id);
         let deleted = store.delete(&req.session_id).await;

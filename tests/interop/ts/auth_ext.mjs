@@ -41,7 +41,7 @@ const newSessionParams = (fx) => ({ cwd: fx.dataDir, mcpServers: [] });
 
 scenario(
   "auth",
-  "tour: session/new before authenticate -> -32000; authenticate login (terminal) or an unknown id -> -32602; api-key -> {} and session/new works; logout -> {} and session/new, session/load, session/resume -> -32000 again; `tour --login` (the terminal method) exits 0; echo: authenticate and logout -> -32601, sessions open without them",
+  "tour: session/new before authenticate -> -32000; authenticate login (terminal) or an unknown id -> -32602; api-key -> {} and session/new works; logout -> {} and session/new, session/load, session/resume, session/list, session/delete -> -32000 again; `tour --login` (the terminal method) exits 0; echo: authenticate and logout -> -32601, sessions open without them",
   async ({ fx, c }) => {
     await fx.run("tour", { name: "tour [auth.terminal absent]" }, async (peer) => {
       await peer.initialize();
@@ -61,11 +61,11 @@ scenario(
       c.equal(out.result, {}, "tour: logout result (SDK)");
       c.equal(out.wire, {}, "tour: logout result (wire)");
       await peer.fails("session/new", newSessionParams(fx), AUTH_REQUIRED, "session/new after logout");
-      // Reopening the recorded session is gated too (the runtime gates new, load and resume).
+      // Reopening, listing and deleting the recorded sessions are gated too.
       await peer.fails("session/load", { sessionId, ...newSessionParams(fx) }, AUTH_REQUIRED, "session/load after logout");
       await peer.fails("session/resume", { sessionId, ...newSessionParams(fx) }, AUTH_REQUIRED, "session/resume after logout");
-      const listed = await peer.exchange("session/list", {}, "session/list after logout");
-      c.note(`session/list after logout (not gated): ${listed.answer.raw.slice(0, 200)}`);
+      await peer.fails("session/list", {}, AUTH_REQUIRED, "session/list after logout");
+      await peer.fails("session/delete", { sessionId }, AUTH_REQUIRED, "session/delete after logout");
       // The spec leaves sessions opened before a logout to the agent: reported, not asserted.
       const old = await peer.exchange("session/prompt", { sessionId, prompt: [{ type: "text", text: "still there?" }] }, "a prompt to the session opened before logout");
       c.note(`a prompt to the session opened before logout: ${old.answer.raw}`);
