@@ -359,7 +359,9 @@ fn ext(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Ext {
     match &attr.meta {
         syn::Meta::List(list) => {
             let parsed = list.parse_args_with(|input: syn::parse::ParseStream<'_>| {
-                name = Some(input.parse::<LitStr>()?);
+                let lit = input.parse::<LitStr>()?;
+                let written = lit.value();
+                name = Some(lit);
                 if input.parse::<Option<syn::Token![,]>>()?.is_some() && !input.is_empty() {
                     let flag: syn::Ident = input.parse()?;
                     if flag == "notification" {
@@ -367,7 +369,7 @@ fn ext(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Ext {
                     } else {
                         errors.at(
                             &flag,
-                            format!("unknown option `{flag}` for #[acp::ext]; the only one is `notification`: `#[acp::ext(\"_vendor/name\", notification)]`"),
+                            format!("unknown option `{flag}` for #[acp::ext]; the only one is `notification`, for a notification (never answered): `#[acp::ext({written:?}, notification)]`"),
                         );
                     }
                     let _ = input.parse::<Option<syn::Token![,]>>()?;
