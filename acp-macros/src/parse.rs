@@ -325,9 +325,14 @@ fn command(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Command
                 "name" => name = Some(meta.value()?.parse()?),
                 "hint" => hint = Some(meta.value()?.parse()?),
                 key => {
+                    let doc = if key == "description" {
+                        " (the description is the method's doc comment)"
+                    } else {
+                        ""
+                    };
                     errors.at(
                         &meta.path,
-                        format!("unknown option `{key}` for #[acp::command]; expected one of {COMMAND_OPTIONS}"),
+                        format!("unknown option `{key}` for #[acp::command]; expected one of {COMMAND_OPTIONS}{doc}"),
                     );
                     skip_value(&meta)?;
                 }
@@ -383,10 +388,13 @@ fn ext(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Ext {
                 ));
             }
         }
-        _ => errors.at(
-            &attr,
-            "#[acp::ext] needs the method's name: `#[acp::ext(\"_vendor/name\")]` (a request) or `#[acp::ext(\"_vendor/name\", notification)]`",
-        ),
+        _ => {
+            let example = format!("\"_my-agent/{}\"", f.sig.ident);
+            errors.at(
+                &attr,
+                format!("#[acp::ext] needs the name of the extension method, starting with `_`: `#[acp::ext({example})]` (a request) or `#[acp::ext({example}, notification)]`"),
+            );
+        }
     }
     let (cx, params) = context_and_params(f);
     Ext {
