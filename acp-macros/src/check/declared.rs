@@ -152,7 +152,7 @@ pub(super) fn command(command: &Command, sig: &Signature, errors: &mut Errors) {
             _ => "String".to_owned(),
         };
         errors.at(
-            &r,
+            r,
             format!("a command's input cannot be a reference: it is taken out of the prompt, and the command owns it; write `{input}: {owned}`"),
         );
     }
@@ -319,5 +319,22 @@ pub(super) fn duplicates(agent: &Agent, errors: &mut Errors) {
             );
         }
         seen.push((name, cfgs, method));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::command_name_problem;
+
+    #[test]
+    fn command_names_are_one_word_without_the_slash() {
+        assert_eq!(command_name_problem("clear"), None);
+        assert_eq!(command_name_problem("create_plan"), None);
+        let fix = |name| command_name_problem(name).unwrap();
+        assert!(fix("/x").ends_with("write `name = \"x\"`"));
+        assert!(fix("two words").ends_with("write `name = \"two-words\"`"));
+        assert!(fix("/two  words").ends_with("write `name = \"two-words\"`"));
+        assert!(fix("").contains("e.g. `name = \"clear\"`"));
+        assert!(fix("/").contains("e.g. `name = \"clear\"`"));
     }
 }
