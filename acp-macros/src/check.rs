@@ -3,6 +3,10 @@
 //!
 //! What only the compiler can know (a type's traits, a future's `Send`ness) is checked by the
 //! expansion instead, through the facade's `__private` traits and their messages.
+//!
+//! Commands and extension methods are checked in `declared`.
+
+mod declared;
 
 use quote::ToTokens;
 use syn::spanned::Spanned;
@@ -10,7 +14,7 @@ use syn::{FnArg, Ident, ReturnType, Signature, Type};
 
 use crate::errors::Errors;
 use crate::methods::{GENERATED, Method, near_miss};
-use crate::model::{Agent, Command, Ext, KINDS, REQUIREMENTS, Role, Tool};
+use crate::model::{Agent, KINDS, REQUIREMENTS, Role, Tool};
 
 /// Checks the whole agent.
 pub(crate) fn agent(agent: &Agent, errors: &mut Errors) {
@@ -64,7 +68,7 @@ pub(crate) fn agent(agent: &Agent, errors: &mut Errors) {
                         ),
                     );
                 }
-                self::command(command, &f.sig, errors);
+                declared::command(command, &f.sig, errors);
             }
             Role::Ext(ext) => {
                 if let Some(method) = Method::find(&ext.method.to_string()) {
@@ -76,14 +80,14 @@ pub(crate) fn agent(agent: &Agent, errors: &mut Errors) {
                         ),
                     );
                 }
-                self::ext(ext, &f.sig, errors);
+                declared::ext(ext, &f.sig, errors);
             }
             Role::Other => {
                 near_prompt |= other(&f.sig.ident, errors) == Some("prompt");
             }
         }
     }
-    duplicates(agent, errors);
+    declared::duplicates(agent, errors);
     let has_prompt = agent.fns.iter().any(|f| f.sig.ident == "prompt");
     if !has_prompt
         && !near_prompt
@@ -296,193 +300,6 @@ fn tool(tool: &Tool, sig: &Signature, errors: &mut Errors) {
                 ),
             );
         }
-    }
-}
-
-/// Checks the receiver and the context parameter of a command or an extension method;
-/// `false` if the parameters are too far off to check further.
-fn receiver_and_context(
-    sig: &Signature,
-    what: &str,
-    context: &str,
-    example: &str,
-    cx: Option<&syn::PatType>,
-    is_context: fn(&Type) -> bool,
-    errors: &mut Errors,
-) -> bool {
-    if sig.asyncness.is_none() {
-        errors.at(
-            sig.fn_token,
-            format!("{what} must be an `async fn`; write `{example}`"),
-        );
-    }
-    if let Some(p) = type_or_const_param(sig) {
-        errors.at(p, format!("{what} cannot be generic; write `{example}`"));
-    }
-    match sig.inputs.first() {
-        Some(FnArg::Receiver(r)) if is_shared_self(r) => {}
-        Some(FnArg::Receiver(r)) => {
-            errors.at(r, format!("{what} takes `&self`; write `{example}`"));
-            return false;
-        }
-        _ => {
-            errors.at_span(
-                sig.paren_token.span.join(),
-                format!("{what} is a method: its parameters start with `&self, {context}`; write `{example}`"),
-            );
-            return false;
-        }
-    }
-    match cx {
-        Some(cx) if is_context(&cx.ty) => true,
-        other => {
-            let span = other.map_or_else(|| sig.paren_token.span.join(), |a| a.span());
-            errors.at_span(
-                span,
-                format!("the first parameter of {what} after `&self` must be `{context}`; write `{example}`"),
-            );
-            false
-        }
-    }
-}
-
-/// Checks a slash command's options and signature.
-fn command(command: &Command, sig: &Signature, errors: &mut Errors) {
-    let method = &command.method;
-    let example = format!(
-        "async fn {method}(&self, cx: &acp::Session, input: String) -> acp::Result<acp::StopReason>"
-    );
-    let what = "an #[acp::command]";
-    if !receiver_and_context(
-        sig,
-        what,
-        "cx: &acp::Session",
-        &example,
-        command.cx.as_ref(),
-        is_session_ref,
-        errors,
-    ) {
-        return;
-    }
-    if let Some(extra) = command.params.get(1) {
-        errors.at(
-            &extra.pat,
-            format!("{what} takes at most one input after the session (the text after `/name`, or the rest of the prompt as `acp::Prompt`); write `{example}`"),
-        );
-    }
-    if let Some(input) = command.params.first()
-        && let Type::Reference(_) = &input.ty
-    {
-        errors.at(
-            &input.ty,
-            "a command's input cannot be a reference: write `input: String` (or `input: acp::Prompt`)",
-        );
-    }
-    if command.ret.is_none() {
-        errors.at(
-            method,
-            format!("{what} ends the turn like `prompt`: it must return `acp::Result<acp::StopReason>`; write `{example}`"),
-        );
-    }
-    let (name, span) = command.name();
-    let valid =
-        !name.is_empty() && !name.starts_with('/') && !name.chars().any(char::is_whitespace);
-    if !valid {
-        errors.at_span(
-            span,
-            format!("invalid command name `{name}`: the name the user types after `/`, without the `/` and without spaces"),
-        );
-    }
-}
-
-/// Checks an extension method's name and signature.
-fn ext(ext: &Ext, sig: &Signature, errors: &mut Errors) {
-    let method = &ext.method;
-    let example = if ext.notification {
-        format!("async fn {method}(&self, cx: &acp::Client, params: MyParams) -> acp::Result<()>")
-    } else {
-        format!(
-            "async fn {method}(&self, cx: &acp::Client, params: MyParams) -> acp::Result<MyResult>"
-        )
-    };
-    let what = "an #[acp::ext] method";
-    if let Some(name) = &ext.name {
-        let value = name.value();
-        if !value.starts_with('_') || value.len() < 2 {
-            errors.at(
-                name,
-                format!("extension method names start with `_` (the protocol reserves every other name): write `\"_{}\"`, e.g. `\"_my-agent/{}\"`", value.trim_start_matches('_'), value.trim_start_matches('_')),
-            );
-        }
-    }
-    if !receiver_and_context(
-        sig,
-        what,
-        "cx: &acp::Client",
-        &example,
-        ext.cx.as_ref(),
-        is_client_ref,
-        errors,
-    ) {
-        return;
-    }
-    match ext.params.as_slice() {
-        [param] => {
-            if let Type::Reference(_) = &param.ty {
-                errors.at(
-                    &param.ty,
-                    "the params of an extension method cannot be a reference: they are parsed from JSON into a value the method owns",
-                );
-            }
-        }
-        [] => errors.at_span(
-            sig.paren_token.span.join(),
-            format!("{what} takes its params after the client (any `Deserialize` type; `serde_json::Value` takes them as they are); write `{example}`"),
-        ),
-        [_, extra, ..] => errors.at(
-            &extra.pat,
-            format!("{what} takes one params value after the client; write `{example}`"),
-        ),
-    }
-    if ext.ret.is_none() {
-        errors.at(
-            method,
-            format!("{what} must return a `Result`; write `{example}`"),
-        );
-    }
-}
-
-/// Two commands or two extension methods with one name (their `#[cfg]`s equal).
-fn duplicates(agent: &Agent, errors: &mut Errors) {
-    let mut commands: Vec<(String, String, &Ident)> = Vec::new();
-    let mut exts: Vec<(String, String, &Ident)> = Vec::new();
-    for f in &agent.fns {
-        let cfgs: Vec<_> = f
-            .cfgs
-            .iter()
-            .map(|a| a.to_token_stream().to_string())
-            .collect();
-        let cfgs = cfgs.join(" ");
-        let (seen, (name, span), method, what) = match &f.role {
-            Role::Command(c) => (&mut commands, c.name(), &c.method, "command"),
-            Role::Ext(e) => match &e.name {
-                Some(n) => (
-                    &mut exts,
-                    (n.value(), n.span()),
-                    &e.method,
-                    "extension method",
-                ),
-                None => continue,
-            },
-            _ => continue,
-        };
-        if let Some((_, _, first)) = seen.iter().find(|(n, c, _)| *n == name && *c == cfgs) {
-            errors.at_span(
-                span,
-                format!("duplicate {what} `{name}`: `fn {first}` already handles it; each needs its own name"),
-            );
-        }
-        seen.push((name, cfgs, method));
     }
 }
 

@@ -53,27 +53,38 @@ struct Keys {
     krate: Option<syn::Path>,
 }
 
-/// Reads the helper attributes among `attrs`; `allowed` lists the keys this place takes.
-fn keys(attrs: &[syn::Attribute], derive: Derive, allowed: &[&str], errors: &mut Errors) -> Keys {
+/// Reads the helper attributes among `attrs`; `allowed` lists the keys this place takes, and
+/// `place` names it in errors (`on the type`, `on a variant`).
+fn keys(
+    attrs: &[syn::Attribute],
+    derive: Derive,
+    place: &str,
+    allowed: &[&str],
+    errors: &mut Errors,
+) -> Keys {
     let mut keys = Keys::default();
     for attr in attrs.iter().filter(|a| a.path().is_ident(derive.helper())) {
         let parsed = attr.parse_nested_meta(|meta| {
-            let key = meta
-                .path
-                .get_ident()
-                .map(ToString::to_string)
-                .unwrap_or_default();
+            let key = flat(&meta.path);
             if !allowed.contains(&key.as_str()) {
                 let list: Vec<_> = allowed.iter().map(|k| format!("`{k}`")).collect();
+                let doc = if key == "description" {
+                    " (the description is the doc comment)"
+                } else {
+                    ""
+                };
                 errors.at(
                     &meta.path,
                     format!(
-                        "unknown option `{key}` here; expected one of {}",
+                        "unknown key `{key}` in #[{}(…)] {place}; expected one of {}{doc}",
+                        derive.helper(),
                         list.join(", ")
                     ),
                 );
                 if meta.input.peek(syn::Token![=]) {
                     meta.value()?.parse::<syn::Expr>()?;
+                } else if meta.input.peek(syn::token::Paren) {
+                    meta.input.parse::<proc_macro2::Group>()?;
                 }
                 return Ok(());
             }
@@ -99,6 +110,11 @@ fn keys(attrs: &[syn::Attribute], derive: Derive, allowed: &[&str], errors: &mut
         }
     }
     keys
+}
+
+/// A path as written, without spaces: `crate`, `a::b`.
+fn flat(path: &syn::Path) -> String {
+    quote!(#path).to_string().replace(' ', "")
 }
 
 /// `ThoughtLevel` → `thought_level`.
@@ -172,7 +188,7 @@ fn expand(input: &DeriveInput, derive: Derive, errors: &mut Errors) -> TokenStre
         Derive::ConfigOption => &["id", "name", "category", "default", "crate"],
         Derive::Modes => &["name", "crate"],
     };
-    let keys = keys(&input.attrs, derive, type_keys, errors);
+    let keys = keys(&input.attrs, derive, "on the type", type_keys, errors);
     let krate = keys
         .krate
         .as_ref()
@@ -298,6 +314,7 @@ fn select(
     let mut to = Vec::new();
     let mut from = Vec::new();
     let mut ids: Vec<String> = Vec::new();
+    let mut idents: Vec<&syn::Ident> = Vec::new();
     let mut default = None;
     for variant in &data.variants {
         if !matches!(variant.fields, Fields::Unit) {
@@ -311,22 +328,31 @@ fn select(
             );
             continue;
         }
-        let keys = keys(&variant.attrs, derive, &["id", "name"], errors);
+        let keys = keys(
+            &variant.attrs,
+            derive,
+            "on a variant",
+            &["id", "name"],
+            errors,
+        );
         let v = &variant.ident;
         let id = keys
             .id
             .as_ref()
             .map_or_else(|| snake(&v.to_string()), LitStr::value);
-        if ids.contains(&id) {
-            errors.at(
-                v,
+        if let Some(i) = ids.iter().position(|other| *other == id) {
+            let at = keys.id.as_ref().map_or_else(|| v.span(), LitStr::span);
+            errors.at_span(
+                at,
                 format!(
-                    "two values have the id `{id}`; give one another with `#[{}(id = \"…\")]`",
+                    "`{v}` has the id `{id}`, like `{}`; give it another with `#[{}(id = \"…\")]`",
+                    idents[i],
                     derive.helper()
                 ),
             );
         }
         ids.push(id.clone());
+        idents.push(v);
         let name = keys
             .name
             .as_ref()
@@ -372,10 +398,13 @@ fn boolean(
         _ => false,
     };
     if !one_bool {
-        errors.at(
-            ident,
-            format!("a switch option is a `struct {ident}(bool)`; a choice among values is an enum of unit variants"),
+        let message = format!(
+            "#[derive(acp::ConfigOption)] on a struct makes a switch, which holds one `bool`: write `struct {ident}(bool)` (for a choice among values, derive it on an enum of unit variants)"
         );
+        match fields {
+            Fields::Unit => errors.at(ident, message),
+            fields => errors.at(fields, message),
+        }
         return None;
     }
     let default = default.is_some_and(|d| d.value);

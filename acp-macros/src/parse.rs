@@ -325,9 +325,14 @@ fn command(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Command
                 "name" => name = Some(meta.value()?.parse()?),
                 "hint" => hint = Some(meta.value()?.parse()?),
                 key => {
+                    let doc = if key == "description" {
+                        " (the description is the method's doc comment)"
+                    } else {
+                        ""
+                    };
                     errors.at(
                         &meta.path,
-                        format!("unknown option `{key}` for #[acp::command]; expected one of {COMMAND_OPTIONS}"),
+                        format!("unknown option `{key}` for #[acp::command]; expected one of {COMMAND_OPTIONS}{doc}"),
                     );
                     skip_value(&meta)?;
                 }
@@ -359,7 +364,9 @@ fn ext(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Ext {
     match &attr.meta {
         syn::Meta::List(list) => {
             let parsed = list.parse_args_with(|input: syn::parse::ParseStream<'_>| {
-                name = Some(input.parse::<LitStr>()?);
+                let lit = input.parse::<LitStr>()?;
+                let written = lit.value();
+                name = Some(lit);
                 if input.parse::<Option<syn::Token![,]>>()?.is_some() && !input.is_empty() {
                     let flag: syn::Ident = input.parse()?;
                     if flag == "notification" {
@@ -367,7 +374,7 @@ fn ext(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Ext {
                     } else {
                         errors.at(
                             &flag,
-                            format!("unknown option `{flag}` for #[acp::ext]; the only one is `notification`: `#[acp::ext(\"_vendor/name\", notification)]`"),
+                            format!("unknown option `{flag}` for #[acp::ext]; the only one is `notification`, for a notification (never answered): `#[acp::ext({written:?}, notification)]`"),
                         );
                     }
                     let _ = input.parse::<Option<syn::Token![,]>>()?;
@@ -381,10 +388,13 @@ fn ext(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Ext {
                 ));
             }
         }
-        _ => errors.at(
-            &attr,
-            "#[acp::ext] needs the method's name: `#[acp::ext(\"_vendor/name\")]` (a request) or `#[acp::ext(\"_vendor/name\", notification)]`",
-        ),
+        _ => {
+            let example = format!("\"_my-agent/{}\"", f.sig.ident);
+            errors.at(
+                &attr,
+                format!("#[acp::ext] needs the name of the extension method, starting with `_`: `#[acp::ext({example})]` (a request) or `#[acp::ext({example}, notification)]`"),
+            );
+        }
     }
     let (cx, params) = context_and_params(f);
     Ext {

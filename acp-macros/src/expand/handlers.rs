@@ -97,17 +97,17 @@ pub(super) fn return_checks(agent: &Agent, p: &TokenStream) -> TokenStream {
                 note = "the `Ok` value is the request's JSON result: derive `serde::Serialize` on it (or return `serde_json::Value`)"
             )]
             trait __AcpExtReturns {
-                type Ok: #p::serde::Serialize;
                 type Err;
-                fn __acp_split(self) -> ::core::result::Result<Self::Ok, Self::Err>;
+                fn __acp_split(self) -> ::core::result::Result<#p::Result<#p::serde_json::Value>, Self::Err>;
             }
 
+            // The result is serialized here, so that nothing else requires `T: Serialize`: a
+            // `T` that is not is reported once, as this trait, at the author's return type.
             #[diagnostic::do_not_recommend]
             impl<T: #p::serde::Serialize, E: #p::ErrorType> __AcpExtReturns for ::core::result::Result<T, E> {
-                type Ok = T;
                 type Err = E;
-                fn __acp_split(self) -> Self {
-                    self
+                fn __acp_split(self) -> ::core::result::Result<#p::Result<#p::serde_json::Value>, E> {
+                    self.map(|__acp_ok| #p::ext_result(&__acp_ok))
                 }
             }
         });
@@ -266,10 +266,7 @@ pub(super) fn ext_methods(agent: &Agent, p: &TokenStream) -> Option<TokenStream>
             requests.push(quote!(#(#cfgs)* #name));
             request_arms.push(quote! {
                 #(#cfgs)*
-                #name => {
-                    let __acp_value = #body?;
-                    #p::ext_result(&__acp_value)
-                }
+                #name => #body?,
             });
         }
     }
