@@ -231,7 +231,15 @@ fn expand(input: &DeriveInput, derive: Derive, errors: &mut Errors) -> TokenStre
     };
     let doc = description(doc_text(&input.attrs));
     let body = match &input.data {
-        Data::Enum(data) => select(input, data, derive, errors, &p),
+        Data::Enum(data) => {
+            if let Some(default) = &keys.default {
+                errors.at(
+                    default,
+                    "`default = …` is for a switch (`struct Name(bool)`); a choice starts at its `#[default]` variant: remove `default` and put `#[default]` on that variant",
+                );
+            }
+            select(input, data, derive, errors, &p)
+        }
         Data::Struct(data) if derive == Derive::ConfigOption => {
             boolean(input, &data.fields, keys.default.as_ref(), errors, &p)
         }

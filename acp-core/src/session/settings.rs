@@ -75,7 +75,8 @@ pub trait ConfigOption: Default + Send + Sync + 'static {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a set of session modes",
     label = "not a set of modes",
-    note = "derive it: `#[derive(acp::Modes, Default)]` on an enum of unit variants, one per mode"
+    note = "derive it: `#[derive(acp::Modes, Default)]` on an enum of unit variants, one per mode",
+    note = "a config option that is not the session's mode goes in `config(…)` instead"
 )]
 pub trait Modes: ConfigOption {}
 
