@@ -312,7 +312,8 @@ impl Peer {
 
     /// Sends a request to the client and waits for its answer, or for `cancel`; a request
     /// cancelled while the client works on it is cancelled at the client too
-    /// (`$/cancel_request`).
+    /// (`$/cancel_request`), but for `session/request_permission`, which the client answers
+    /// `cancelled` itself when it cancels a turn.
     ///
     /// A cancel read before the answer wins, even when both are ready: once the reader has
     /// seen the cancel, no call made under that token succeeds.
@@ -348,8 +349,11 @@ impl Peer {
             biased;
             () = cancelled => {
                 // Cascade: the client may stop working on it (and answers it `-32800`,
-                // which nobody waits for any more).
-                self.cancel_request(id);
+                // which nobody waits for any more). Not for a permission request: a client
+                // that cancels a turn must answer its permission requests `cancelled` itself.
+                if method != crate::protocol::methods::REQUEST_PERMISSION {
+                    self.cancel_request(id);
+                }
                 return Err(Error::Cancelled);
             }
             answer = rx => answer.map_err(|_| Error::ConnectionClosed)?,

@@ -213,13 +213,13 @@ scenario(
 
 scenario(
   "cancel_cascade",
-  "echo 'permission' with a client that never answers: after session/cancel the agent sends $/cancel_request for its session/request_permission before the tool call fails and the prompt answers cancelled; the SDK aborts its handler and answers -32800, which the agent ignores; the connection goes on",
+  "echo 'read a.txt' with a client whose fs/read_text_file never answers: after session/cancel the agent sends $/cancel_request for its read before the prompt answers cancelled; the SDK aborts its handler and answers -32800, which the agent ignores; the connection goes on. echo 'permission' with a client that never answers: no $/cancel_request (the client answers its own permission requests when it cancels)",
   async ({ fx, c }) => {
     const handlers = (app, peer) => {
-      peer.asked = [];
-      app.onRequest("session/request_permission", ({ params, signal }) => {
+      peer.reads = [];
+      app.onRequest("fs/read_text_file", ({ params, signal }) => {
         const entry = { params, aborted: false, reason: undefined };
-        peer.asked.push(entry);
+        peer.reads.push(entry);
         return new Promise((_resolve, reject) => {
           signal.addEventListener("abort", () => {
             entry.aborted = true;
@@ -228,28 +228,27 @@ scenario(
           });
         });
       });
+      // Never answered, and never withdrawn.
+      app.onRequest("session/request_permission", () => new Promise(() => {}));
     };
     await fx.run("echo", { handlers }, async (peer) => {
-      await peer.initialize();
+      const caps = clientCapabilities();
+      caps.fs.readTextFile = true;
+      await peer.initialize(caps);
       const { sessionId } = await peer.newSession();
-      const turnP = peer.prompt(sessionId, "permission");
+      const turnP = peer.prompt(sessionId, "read a.txt");
       turnP.catch(() => {});
-      const ask = await peer.tap.waitFor((f) => f.dir === "agent" && f.msg?.method === "session/request_permission", "session/request_permission", WAIT_MS);
+      const ask = await peer.tap.waitFor((f) => f.dir === "agent" && f.msg?.method === "fs/read_text_file", "fs/read_text_file", WAIT_MS);
       await peer.ctx.notify("session/cancel", { sessionId });
       const turn = await turnP;
       c.equal(turn.answer.msg.result?.stopReason, "cancelled", "stopReason after session/cancel");
-      c.equal(
-        turn.labels,
-        ["update tool_call", "request session/request_permission", "notification $/cancel_request", "update tool_call_update", "answer cancelled"],
-        "frames of the cancelled turn",
-      );
+      c.equal(turn.labels, ["request fs/read_text_file", "notification $/cancel_request", "answer cancelled"], "frames of the cancelled turn");
       const cancelled = turn.between.find((f) => f.msg.method === "$/cancel_request");
       const sessionCancel = peer.tap.clientFrames().find((f) => f.msg.method === "session/cancel");
       if (cancelled) {
-        same(c, cancelled.msg.params, { requestId: ask.msg.id }, "$/cancel_request params (the permission request's id)");
+        same(c, cancelled.msg.params, { requestId: ask.msg.id }, "$/cancel_request params (the read's id)");
         c.check(cancelled.seq > sessionCancel.seq, `$/cancel_request (#${cancelled.seq}) comes after session/cancel (#${sessionCancel.seq})`);
       }
-      same(c, updatesIn(turn.between, "tool_call_update").map((u) => u.status), ["failed"], "status of the tool call after the cancel");
 
       // The SDK aborted the handler and answered -32800.
       const reply = await peer.tap.waitFor(
@@ -257,10 +256,10 @@ scenario(
         "the client's answer to the withdrawn request",
         WAIT_MS,
       );
-      c.equal(reply.msg.error?.code, REQUEST_CANCELLED, "the client's answer to the withdrawn session/request_permission (error code)");
-      c.equal(peer.asked.length, 1, "session/request_permission handler calls");
-      c.equal(peer.asked[0]?.aborted, true, "the SDK aborted the session/request_permission handler");
-      c.note(`abort reason: ${String(peer.asked[0]?.reason)}; client answered ${reply.raw}`);
+      c.equal(reply.msg.error?.code, REQUEST_CANCELLED, "the client's answer to the withdrawn fs/read_text_file (error code)");
+      c.equal(peer.reads.length, 1, "fs/read_text_file handler calls");
+      c.equal(peer.reads[0]?.aborted, true, "the SDK aborted the fs/read_text_file handler");
+      c.note(`abort reason: ${String(peer.reads[0]?.reason)}; client answered ${reply.raw}`);
 
       // The late -32800 is nobody's business: no answer to it, and the connection goes on. (It
       // may reach the tap before or after the prompt's answer: the two cross on the pipes.)
@@ -269,6 +268,19 @@ scenario(
       c.equal(next.text, "still here", "a prompt after the cascade");
       const quiet = agentFramesBetween(peer, Math.max(reply.seq, turn.answer.seq), next.request.seq);
       c.equal(quiet.map(labelOf), [], "agent frames after the client's -32800 and the prompt's answer");
+
+      // A permission request is not withdrawn: the client that cancels answers it itself.
+      const askP = peer.prompt(sessionId, "permission");
+      askP.catch(() => {});
+      await peer.tap.waitFor((f) => f.dir === "agent" && f.msg?.method === "session/request_permission", "session/request_permission", WAIT_MS);
+      await peer.ctx.notify("session/cancel", { sessionId });
+      const asked = await askP;
+      c.equal(asked.answer.msg.result?.stopReason, "cancelled", "stopReason of the permission turn after session/cancel");
+      c.equal(
+        asked.labels.filter((l) => l.includes("$/cancel_request")),
+        [],
+        "no $/cancel_request for a permission request",
+      );
     });
   },
 );
