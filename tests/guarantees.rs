@@ -104,7 +104,7 @@ async fn cancel_takes_effect_before_any_further_update(via: Via) {
         .iter()
         .filter(|f| f.method() == Some("fs/read_text_file"))
         .map(|f| f.message["id"].clone())
-        .last()
+        .next_back()
         .unwrap();
     let withdrawn = turn
         .frames()
