@@ -524,6 +524,8 @@ scenario(
           "request terminal/create",
           "tool_call_update#1 [terminal]",
           "request terminal/wait_for_exit",
+          // The cancel cascades to the wait the turn was blocked on.
+          "notification $/cancel_request",
           "tool_call_update#1 failed [text]",
           "answer cancelled",
         ],
@@ -556,8 +558,14 @@ scenario(
       c.note(
         `client saw for ${terminalId}: ${fx.terminalCalls.map((x) => x.method).join(", ")}; wait_for_exit ${t?.waitEnded ?? "still pending"}`,
       );
+      // The withdrawn request is the wait_for_exit, and the SDK aborted its handler.
       const cancels = agent.tap.agentFrames().filter((f) => f.msg.method === "$/cancel_request");
-      if (cancels.length) c.note(`agent sent $/cancel_request: ${cancels.map((f) => f.raw).join(" | ")}`);
+      const wait = agent.tap.agentFrames().find((f) => f.msg.method === "terminal/wait_for_exit");
+      c.equal(
+        cancels.map((f) => JSON.stringify(f.msg.params?.requestId)),
+        [JSON.stringify(wait?.msg.id)],
+        "$/cancel_request frames the agent wrote (the wait_for_exit's id)",
+      );
       c.equal(fx.permissionCalls.length, 1, "session/request_permission calls");
     });
   },
