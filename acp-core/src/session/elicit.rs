@@ -7,8 +7,7 @@
 //! form schema ([`ElicitationSchema`]: one flat object of primitive fields), the reading of
 //! the client's answers, and the ids of URL-mode elicitations.
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -283,20 +282,10 @@ fn content_as<T: serde::de::DeserializeOwned>(content: Option<Value>) -> Result<
     })
 }
 
-/// An elicitation id unique across processes: a per-process random-ish prefix and a counter.
+/// An elicitation id unique across processes.
 fn fresh_elicitation_id() -> ElicitationId {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    static PROCESS: OnceLock<u64> = OnceLock::new();
-    let process = *PROCESS.get_or_init(|| {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        nanos ^ u64::from(std::process::id()).rotate_left(32)
-    });
-    ElicitationId::new(format!(
-        "elicit_{process:016x}_{}",
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ))
+    ElicitationId::new(super::registry::process_unique("elicit", &NEXT))
 }
 
 /// What a form can hold, for the error naming what it cannot.

@@ -49,11 +49,11 @@ impl Registry {
     }
 }
 
-/// A session id unique across processes: a per-process random-ish prefix and a counter.
-pub(crate) fn fresh_id() -> SessionId {
+/// `<prefix>_<process>_<n>`: unique across processes (a per-process random-ish part) and
+/// within one (a counter per prefix's caller, `next`).
+pub(crate) fn process_unique(prefix: &str, next: &std::sync::atomic::AtomicU64) -> String {
     use std::sync::OnceLock;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
+    use std::sync::atomic::Ordering;
     static PROCESS: OnceLock<u64> = OnceLock::new();
     let process = *PROCESS.get_or_init(|| {
         let nanos = std::time::SystemTime::now()
@@ -61,8 +61,14 @@ pub(crate) fn fresh_id() -> SessionId {
             .map_or(0, |d| d.as_nanos() as u64);
         nanos ^ u64::from(std::process::id()).rotate_left(32)
     });
-    SessionId::new(format!(
-        "sess_{process:016x}_{}",
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ))
+    format!(
+        "{prefix}_{process:016x}_{}",
+        next.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A session id unique across processes.
+pub(crate) fn fresh_id() -> SessionId {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    SessionId::new(process_unique("sess", &NEXT))
 }

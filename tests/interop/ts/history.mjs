@@ -24,6 +24,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import { spawnAgent } from "./lib/agent.mjs";
+import { canon } from "./lib/peer.mjs";
 import { ScenarioFailure, WAIT_MS, describeError, runCli, scenario, sleep, withTimeout } from "./lib/harness.mjs";
 
 const SESSION = acp.methods.agent.session;
@@ -31,19 +32,6 @@ const NOT_FOUND = -32002;
 
 // ---------------------------------------------------------------------------
 // JSON helpers
-
-/** `v` with every object's keys sorted: deep equality as JSON, whatever the key order. */
-function canon(v) {
-  if (Array.isArray(v)) return v.map(canon);
-  if (v && typeof v === "object") {
-    return Object.fromEntries(
-      Object.keys(v)
-        .sort()
-        .map((k) => [k, canon(v[k])]),
-    );
-  }
-  return v;
-}
 
 const textOf = (update) => (update?.content?.type === "text" ? update.content.text : undefined);
 
