@@ -23,6 +23,11 @@ pub use check::check;
 /// take before it counts as a hang.
 pub const TIME_LIMIT: Duration = Duration::from_secs(3600);
 
+/// The most virtual time a script may spend sleeping in one run (later sleeps are cut short):
+/// well under [`TIME_LIMIT`], so that a client that sleeps a lot is not taken for an agent
+/// that hangs.
+pub const SLEEP_LIMIT: Duration = Duration::from_secs(600);
+
 /// Times the reader yields to the runtime's other tasks after each line it delivers, so that
 /// turns started by one line make progress (send their updates and requests to the client)
 /// before the next line is read, as they would with a real client.
@@ -131,6 +136,8 @@ pub struct ScriptReader<S> {
     at: usize,
     yields: u32,
     sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Virtual time slept so far (at most [`SLEEP_LIMIT`]).
+    slept: Duration,
 }
 
 impl<S: Script> ScriptReader<S> {
@@ -143,6 +150,7 @@ impl<S: Script> ScriptReader<S> {
             at: 0,
             yields: 0,
             sleep: None,
+            slept: Duration::ZERO,
         }
     }
 }
@@ -180,7 +188,11 @@ impl<S: Script> AsyncRead for ScriptReader<S> {
                     this.at = 0;
                 }
                 Some(Step::Yield(n)) => this.yields = n,
-                Some(Step::Sleep(d)) => this.sleep = Some(Box::pin(tokio::time::sleep(d))),
+                Some(Step::Sleep(d)) => {
+                    let d = d.min(SLEEP_LIMIT.saturating_sub(this.slept));
+                    this.slept += d;
+                    this.sleep = Some(Box::pin(tokio::time::sleep(d)));
+                }
             }
         }
     }

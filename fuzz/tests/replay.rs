@@ -75,6 +75,27 @@ fn regressions() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The structured target's regressions: each file decodes (with `arbitrary`, as libFuzzer
+/// hands it over) into a client's actions, served and checked.
+#[test]
+fn frames_regressions() {
+    record_panics();
+    let mut failures = Vec::new();
+    for file in files("regressions/serve_frames") {
+        let bytes = std::fs::read(&file).unwrap();
+        let data = arbitrary::Unstructured::new(&bytes);
+        let Ok(input) = <acp_fuzz::frames::Input as arbitrary::Arbitrary>::arbitrary_take_rest(data)
+        else {
+            failures.push(format!("{}: does not decode", file.display()));
+            continue;
+        };
+        if std::panic::catch_unwind(|| acp_fuzz::frames::fuzz_input(input)).is_err() {
+            failures.push(format!("{}: {:?}", file.display(), PANICS.lock().unwrap()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Time per run of each seed (release build): `cargo test --release --test replay timing -- --ignored --nocapture`.
 #[test]
 #[ignore]
