@@ -239,7 +239,6 @@ impl FuzzAgent {
         }
     }
 
-
     /// Reads a text file through the editor; a missing file is empty.
     ///
     /// # Arguments

@@ -40,7 +40,7 @@ pub fn violations(execution: &Execution) -> Result<(), String> {
     match &execution.served {
         None => {
             return Err(format!(
-                "`serve` did not return within {:?} (virtual time): a hang",
+                "`serve` did not return within {:?} (virtual time, beside its client's sleeps): a hang",
                 crate::TIME_LIMIT
             ));
         }

@@ -2,8 +2,9 @@
 //! reader that hands the runtime its input one line at a time and lets the runtime's tasks run
 //! between lines ([`ScriptReader`]), a writer that records everything the agent writes
 //! ([`Sink`]), [`execute`] (one `acp::serve` run on a fresh current-thread runtime with a
-//! paused clock, bounded by [`TIME_LIMIT`] of virtual time) and [`check`] (the properties every
-//! run must have; a violation panics, which libFuzzer reports as a crash).
+//! paused clock, bounded by [`TIME_LIMIT`] of virtual time beside what the client sleeps) and
+//! [`check`] (the properties every run must have; a violation panics, which libFuzzer reports
+//! as a crash).
 
 pub mod agent;
 pub mod check;
@@ -20,13 +21,15 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 pub use check::check;
 
 /// How long (virtual time: the clock is paused and jumps when every task waits) one run may
-/// take before it counts as a hang.
+/// take, beside the time its client spends sleeping (up to [`SLEEP_ALLOWANCE`]), before it
+/// counts as a hang.
 pub const TIME_LIMIT: Duration = Duration::from_secs(3600);
 
-/// The most virtual time a script may spend sleeping in one run (later sleeps are cut short):
-/// well under [`TIME_LIMIT`], so that a client that sleeps a lot is not taken for an agent
-/// that hangs.
-pub const SLEEP_LIMIT: Duration = Duration::from_secs(600);
+/// The most of its client's sleeping that one run is not charged for: a client that sleeps
+/// (the fuzzed `sleep` step is at most 65.5 s, so an input of the fuzzer's size sleeps well
+/// under this) is not taken for an agent that hangs, and a client that sleeps for ever still
+/// ends its run, as a hang, after `TIME_LIMIT + SLEEP_ALLOWANCE` of virtual time.
+pub const SLEEP_ALLOWANCE: Duration = Duration::from_secs(24 * 3600);
 
 /// Times the reader yields to the runtime's other tasks after each line it delivers, so that
 /// turns started by one line make progress (send their updates and requests to the client)
@@ -136,8 +139,8 @@ pub struct ScriptReader<S> {
     at: usize,
     yields: u32,
     sleep: Option<Pin<Box<tokio::time::Sleep>>>,
-    /// Virtual time slept so far (at most [`SLEEP_LIMIT`]).
-    slept: Duration,
+    /// Virtual time the script has slept or is sleeping, so far.
+    slept: Arc<Mutex<Duration>>,
 }
 
 impl<S: Script> ScriptReader<S> {
@@ -150,8 +153,15 @@ impl<S: Script> ScriptReader<S> {
             at: 0,
             yields: 0,
             sleep: None,
-            slept: Duration::ZERO,
+            slept: Arc::default(),
         }
+    }
+
+    /// The virtual time the script has slept, counting a sleep as soon as it starts: a
+    /// handle that stays valid while the runtime owns the reader.
+    pub fn slept(&self) -> impl Fn() -> Duration + use<S> {
+        let slept = Arc::clone(&self.slept);
+        move || *slept.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -189,8 +199,7 @@ impl<S: Script> AsyncRead for ScriptReader<S> {
                 }
                 Some(Step::Yield(n)) => this.yields = n,
                 Some(Step::Sleep(d)) => {
-                    let d = d.min(SLEEP_LIMIT.saturating_sub(this.slept));
-                    this.slept += d;
+                    *this.slept.lock().unwrap_or_else(|e| e.into_inner()) += d;
                     this.sleep = Some(Box::pin(tokio::time::sleep(d)));
                 }
             }
@@ -205,7 +214,8 @@ pub struct Execution {
     pub input: Vec<u8>,
     /// The bytes the agent wrote.
     pub output: Vec<u8>,
-    /// What `serve` returned; `None` if it did not return within [`TIME_LIMIT`].
+    /// What `serve` returned; `None` if it did not return within [`TIME_LIMIT`] (beside the
+    /// client's sleeps).
     pub served: Option<Result<(), String>>,
     /// Whether the agent was still alive when `serve` returned.
     pub agent_alive_after_serve: bool,
@@ -217,7 +227,8 @@ pub struct Execution {
 
 /// Serves [`agent::FuzzAgent`] on the input `script` produces, on a fresh current-thread
 /// runtime whose clock is paused (timers fire as soon as every task waits, so a run takes
-/// no wall-clock time waiting), for at most [`TIME_LIMIT`] of virtual time.
+/// no wall-clock time waiting), for at most [`TIME_LIMIT`] of virtual time beside what the
+/// script sleeps.
 pub fn execute(script: impl Script) -> Execution {
     execute_with(script, None)
 }
@@ -245,6 +256,7 @@ pub fn execute_with(script: impl Script, limits: Option<Limits>) -> Execution {
     let agent = agent::FuzzAgent::default();
     let alive = agent.liveness();
     let reader = ScriptReader::new(script, output.clone(), delivered.clone());
+    let slept = reader.slept();
     let (served, elapsed) = runtime.block_on(async {
         let start = tokio::time::Instant::now();
         let writer = Sink(output.clone());
@@ -264,10 +276,16 @@ pub fn execute_with(script: impl Script, limits: Option<Limits>) -> Execution {
                 }
             }
         };
-        let served = tokio::time::timeout(TIME_LIMIT, serving)
-            .await
-            .ok()
-            .map(|r| r.map_err(|e| e.to_string()));
+        // The deadline moves on by what the client sleeps (up to the allowance).
+        let deadline = || start + TIME_LIMIT + slept().min(SLEEP_ALLOWANCE);
+        let mut serving = std::pin::pin!(serving);
+        let served = loop {
+            match tokio::time::timeout_at(deadline(), serving.as_mut()).await {
+                Ok(served) => break Some(served.map_err(|e| e.to_string())),
+                Err(_) if deadline() <= tokio::time::Instant::now() => break None,
+                Err(_) => {}
+            }
+        };
         (served, start.elapsed())
     });
     let agent_alive_after_serve = alive.upgrade().is_some();

@@ -84,7 +84,8 @@ fn frames_regressions() {
     for file in files("regressions/serve_frames") {
         let bytes = std::fs::read(&file).unwrap();
         let data = arbitrary::Unstructured::new(&bytes);
-        let Ok(input) = <acp_fuzz::frames::Input as arbitrary::Arbitrary>::arbitrary_take_rest(data)
+        let Ok(input) =
+            <acp_fuzz::frames::Input as arbitrary::Arbitrary>::arbitrary_take_rest(data)
         else {
             failures.push(format!("{}: does not decode", file.display()));
             continue;
