@@ -552,3 +552,34 @@ async fn json_output_is_sent_as_raw_output_and_text() {
     c.expect_answer(id, "end_turn").await;
     c.finish().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn arguments_nested_too_deep_for_a_rust_client_are_cut_in_the_frames_not_lost() {
+    // 120 levels parse (serde_json reads up to 128), but inside a `tool_call` frame they
+    // would pass 128, and a client reading with serde_json (the official Rust SDK) could not
+    // read the frame at all.
+    let levels = 120;
+    let args = format!(
+        r#"{{"text": "x", "deep": {}{}}}"#,
+        "[".repeat(levels),
+        "]".repeat(levels)
+    );
+    let mut c = Client::start().await;
+    let id = c.prompt(&format!("call count_lines {args}")).await;
+    // The object is one level, `deep` and what it holds 99 more; the rest is cut.
+    let cut = (1..100).fold(json!("(nested too deeply to show)"), |v, _| json!([v]));
+    c.expect_update(json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": "call_0",
+        "title": "count_lines",
+        "kind": "search",
+        "rawInput": { "text": "x", "deep": cut },
+    }))
+    .await;
+    let message = "invalid arguments for tool `count_lines`: unknown argument `deep` \
+                   (expected an object with `text`)";
+    c.expect_update(failed("call_0", message)).await;
+    c.expect_message(&format!("invalid: {message}")).await;
+    c.expect_answer(id, "end_turn").await;
+    c.finish().await;
+}

@@ -34,7 +34,7 @@ pub use terminal::{Terminal, Terminals};
 pub use tool_call::{ToolCallBuilder, ToolCallGuard, in_tool_call};
 
 use crate::peer::{Frame, Journaled};
-use crate::protocol::methods;
+use crate::protocol::{methods, v1};
 use crate::schema::{
     self, AvailableCommand, AvailableCommandsUpdate, ClientCapabilities, ContentBlock,
     ContentChunk, McpServer, Meta, PermissionOption, PermissionOptionId, Plan, PlanEntry,
@@ -297,6 +297,7 @@ impl Session {
             return Err(Error::SessionClosed);
         }
         self.state.messages.stamp(&mut update);
+        v1::fit_tool_call(&mut update);
         let journal = &self.state.conn.peer.journal;
         // A title for `session/list`.
         let title = match &update {
@@ -353,9 +354,10 @@ impl Session {
     /// including remembering "always" answers; call this directly for anything else.
     pub async fn request_permission(
         &self,
-        tool_call: ToolCallUpdate,
+        mut tool_call: ToolCallUpdate,
         options: Vec<PermissionOption>,
     ) -> Result<PermissionOptionId> {
+        v1::fit_fields(&mut tool_call.fields);
         let params =
             schema::RequestPermissionRequest::new(self.state.id.clone(), tool_call, options);
         let answer: schema::RequestPermissionResponse =

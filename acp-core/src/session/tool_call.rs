@@ -88,6 +88,10 @@ impl ToolCallBuilder<'_> {
     }
 
     /// The tool's arguments, shown to the user as they were given.
+    ///
+    /// Whatever nests deeper than 100 levels is sent as the string
+    /// `"(nested too deeply to show)"` (so are raw inputs and outputs in any tool call update):
+    /// clients that read frames with serde_json cannot read a frame nested deeper than 128.
     pub fn raw_input(mut self, input: serde_json::Value) -> Self {
         self.call = self.call.raw_input(input);
         self
