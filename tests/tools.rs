@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use acp::testing::TestClient;
-use acp::{Diff, Json, Prompt, Session, StopReason};
+use acp::{Diff, Json, Prompt, Session, StopReason, schema};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
@@ -30,7 +30,7 @@ struct Tester;
 #[acp::agent(name = "tester", title = "Tester", version = "1.2.3")]
 impl Tester {
     /// `<command> [rest]`: `write`, `write-twice`, `sleep`, `panic`, `diff`, `stats`,
-    /// `call <tool> <json args>`.
+    /// `call <tool> <json args>`, `ask-raw <json>`.
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
         let text = prompt.text();
         let (command, rest) = text.split_once(' ').unwrap_or((&text, ""));
@@ -48,6 +48,25 @@ impl Tester {
                 .stats(cx, "one\ntwo".into())
                 .await
                 .map(|s| s.0.lines.to_string()),
+            "ask-raw" => {
+                // A permission request the author builds, showing `rest` as the raw input.
+                let raw: Value = serde_json::from_str(rest)?;
+                let call = cx.tool_call("Ask").start().await?;
+                let fields = schema::ToolCallUpdateFields::new().raw_input(raw);
+                let ok = schema::PermissionOption::new(
+                    "allow_once",
+                    "Allow",
+                    schema::PermissionOptionKind::AllowOnce,
+                );
+                let chosen = cx
+                    .request_permission(
+                        schema::ToolCallUpdate::new(call.id().clone(), fields),
+                        vec![ok],
+                    )
+                    .await?;
+                call.complete(vec![]).await?;
+                Ok(chosen.to_string())
+            }
             "call" => {
                 let (name, args) = rest.split_once(' ').unwrap_or((rest, "null"));
                 let args: Value = serde_json::from_str(args)?;
@@ -580,6 +599,38 @@ async fn arguments_nested_too_deep_for_a_rust_client_are_cut_in_the_frames_not_l
                    (expected an object with `text`)";
     c.expect_update(failed("call_0", message)).await;
     c.expect_message(&format!("invalid: {message}")).await;
+    c.expect_answer(id, "end_turn").await;
+    c.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_permission_request_with_a_raw_input_too_deep_for_a_rust_client_is_cut_too() {
+    let levels = 120;
+    let raw = format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+    let mut c = Client::start().await;
+    let id = c.prompt(&format!("ask-raw {raw}")).await;
+    c.expect_update(
+        json!({ "sessionUpdate": "tool_call", "toolCallId": "call_0", "title": "Ask" }),
+    )
+    .await;
+    let frame = c.recv().await;
+    assert_eq!(frame["method"], "session/request_permission", "{frame}");
+    let cut = (0..100).fold(json!("(nested too deeply to show)"), |v, _| json!([v]));
+    assert_eq!(frame["params"]["toolCall"]["rawInput"], cut);
+    let held = c
+        .client
+        .next_request("session/request_permission")
+        .await
+        .unwrap();
+    held.select("allow_once");
+    c.expect_update(json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "call_0",
+        "status": "completed",
+        "content": [],
+    }))
+    .await;
+    c.expect_message("ok: allow_once").await;
     c.expect_answer(id, "end_turn").await;
     c.finish().await;
 }

@@ -26,10 +26,10 @@ pub use check::check;
 pub const TIME_LIMIT: Duration = Duration::from_secs(3600);
 
 /// The most of its client's sleeping that one run is not charged for: a client that sleeps
-/// (the fuzzed `sleep` step is at most 65.5 s, so an input of the fuzzer's size sleeps well
-/// under this) is not taken for an agent that hangs, and a client that sleeps for ever still
-/// ends its run, as a hang, after `TIME_LIMIT + SLEEP_ALLOWANCE` of virtual time.
-pub const SLEEP_ALLOWANCE: Duration = Duration::from_secs(24 * 3600);
+/// (a fuzzed `sleep` step is at most 65.5 s, so even 4,096 bytes of nothing but sleeps stay
+/// well under a week) is not taken for an agent that hangs, and a client that sleeps for ever
+/// still ends its run, as a hang, after `TIME_LIMIT + SLEEP_ALLOWANCE` of virtual time.
+pub const SLEEP_ALLOWANCE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Times the reader yields to the runtime's other tasks after each line it delivers, so that
 /// turns started by one line make progress (send their updates and requests to the client)

@@ -66,14 +66,14 @@ pub(crate) fn raw_update(session: &SessionId, update: &RawValue) -> Result<Vec<u
 /// a model's or client's arguments, an MCP server's result) may nest in a frame. serde_json,
 /// which the official Rust SDK (and so Zed) reads frames with, refuses a frame nested deeper
 /// than 128 levels, and the frame around a tool call's value takes at most 5 of them.
-pub(crate) const MAX_VALUE_DEPTH: usize = 100;
+const MAX_VALUE_DEPTH: usize = 100;
 
 /// What stands in for the part of a value nested deeper than [`MAX_VALUE_DEPTH`].
-pub(crate) const TOO_DEEP: &str = "(nested too deeply to show)";
+const TOO_DEEP: &str = "(nested too deeply to show)";
 
 /// Replaces what in `value` is nested deeper than [`MAX_VALUE_DEPTH`] arrays and objects with
 /// [`TOO_DEEP`]; returns whether anything was cut.
-pub(crate) fn fit_depth(value: &mut Value) -> bool {
+fn fit_depth(value: &mut Value) -> bool {
     fn fit(value: &mut Value, levels_left: usize) -> bool {
         if !(value.is_array() || value.is_object()) {
             return false;
