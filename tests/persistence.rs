@@ -117,6 +117,180 @@ async fn echo_killed_mid_stream_replays_everything_its_client_received() {
     .await;
 }
 
+/// A raw client of a built agent over its pipes: what it wrote and read, as JSON lines.
+struct Pipes {
+    agent: std::process::Child,
+    input: std::process::ChildStdin,
+    output: BufReader<std::process::ChildStdout>,
+}
+
+impl Pipes {
+    fn spawn(binary: &std::path::Path, data: &std::path::Path) -> Pipes {
+        let mut agent = Command::new(binary)
+            .env("ACP_DATA_DIR", data)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let input = agent.stdin.take().unwrap();
+        let output = BufReader::new(agent.stdout.take().unwrap());
+        Pipes {
+            agent,
+            input,
+            output,
+        }
+    }
+
+    fn send(&mut self, message: Value) {
+        writeln!(self.input, "{message}").unwrap();
+        self.input.flush().unwrap();
+    }
+
+    /// The next whole frame; `None` at the end of the output (a frame cut short by a kill,
+    /// with no newline, is not one the client received).
+    fn read(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        self.output.read_line(&mut line).unwrap();
+        line.ends_with('\n')
+            .then(|| serde_json::from_str(&line).unwrap())
+    }
+
+    /// `initialize`, then `n` sessions; their ids.
+    fn sessions(&mut self, n: usize) -> Vec<String> {
+        self.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+        assert!(self.read().unwrap()["result"].is_object());
+        for i in 0..n {
+            self.send(
+                json!({"jsonrpc": "2.0", "id": 1 + i, "method": "session/new",
+                "params": {"cwd": "/workspace", "mcpServers": []}}),
+            );
+        }
+        let mut ids = vec![String::new(); n];
+        for _ in 0..n {
+            let answer = self.read().unwrap();
+            let i = answer["id"].as_u64().unwrap() as usize - 1;
+            ids[i] = answer["result"]["sessionId"].as_str().unwrap().to_owned();
+        }
+        ids
+    }
+
+    /// Prompts every session at once (request ids from `first_id`).
+    fn prompt_all(&mut self, ids: &[String], text: &str, first_id: usize) {
+        for (i, id) in ids.iter().enumerate() {
+            self.send(
+                json!({"jsonrpc": "2.0", "id": first_id + i, "method": "session/prompt",
+                "params": {"sessionId": id, "prompt": [{"type": "text", "text": text}]}}),
+            );
+        }
+    }
+}
+
+/// The message chunk `update` says (`chunk N\n` from the echo agent's `stream`).
+fn chunk_text(update: &Value) -> String {
+    assert_eq!(update["sessionUpdate"], "agent_message_chunk", "{update}");
+    update["content"]["text"].as_str().unwrap().to_owned()
+}
+
+/// Notes the chunk `frame` carries in its session's list; `false` for the answer of a turn
+/// that finished.
+fn see(
+    seen: &mut [Vec<String>],
+    index: &std::collections::HashMap<String, usize>,
+    frame: &Value,
+) -> bool {
+    if frame["method"] != "session/update" {
+        assert_eq!(frame["result"]["stopReason"], "end_turn", "{frame}");
+        return false;
+    }
+    let i = index[frame["params"]["sessionId"].as_str().unwrap()];
+    seen[i].push(chunk_text(&frame["params"]["update"]));
+    true
+}
+
+/// 200 sessions of the built echo agent stream at once, recorded in the default store: every
+/// turn finishes, each session's chunks in order. Then all 200 stream again and the agent gets
+/// SIGKILL mid-stream; restarted on the same store, each session's replay holds everything the
+/// client had received of it, in order (the store may hold a little more: a batch committed
+/// but not yet written when the kill came, which continues the same stream).
+#[tokio::test]
+async fn two_hundred_sessions_streaming_at_once_are_recorded_before_the_client_reads_them() {
+    const SESSIONS: usize = 200;
+    let data = tempfile::tempdir().unwrap();
+    let echo = support::echo_binary();
+    let mut pipes = Pipes::spawn(&echo, data.path());
+    let ids = pipes.sessions(SESSIONS);
+    let index: std::collections::HashMap<String, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.clone(), i))
+        .collect();
+
+    // All finish, in order.
+    pipes.prompt_all(&ids, "stream 300", 1000);
+    let mut next = vec![0usize; SESSIONS];
+    let mut answered = 0;
+    while answered < SESSIONS {
+        let frame = pipes.read().expect("the agent's output ended");
+        if frame["method"] == "session/update" {
+            let i = index[frame["params"]["sessionId"].as_str().unwrap()];
+            assert_eq!(
+                chunk_text(&frame["params"]["update"]),
+                format!("chunk {}\n", next[i])
+            );
+            next[i] += 1;
+        } else {
+            assert_eq!(frame["result"]["stopReason"], "end_turn", "{frame}");
+            let i = frame["id"].as_u64().unwrap() as usize - 1000;
+            assert_eq!(next[i], 300, "session {i} answered before its last chunk");
+            answered += 1;
+        }
+    }
+
+    // Again, killed mid-stream.
+    pipes.prompt_all(&ids, "stream 5000", 2000);
+    let mut seen: Vec<Vec<String>> = vec![Vec::new(); SESSIONS];
+    let mut count = 0;
+    while count < 100_000 {
+        let frame = pipes.read().expect("the stream ended early");
+        count += usize::from(see(&mut seen, &index, &frame));
+    }
+    pipes.agent.kill().unwrap(); // SIGKILL
+    while let Some(frame) = pipes.read() {
+        see(&mut seen, &index, &frame);
+    }
+    pipes.agent.wait().unwrap();
+    let total: usize = seen.iter().map(Vec::len).sum();
+    assert!(
+        total < SESSIONS * 5000,
+        "the kill came after the whole stream"
+    );
+
+    within(async {
+        let client = spawn(&echo, data.path()).await;
+        for (i, id) in ids.iter().enumerate() {
+            let loaded = client.load_session(&id.clone().into()).await.unwrap();
+            let replayed: Vec<Value> = loaded.replayed.iter().map(|u| json!(u)).collect();
+            // The first turn: its prompt, its 300 chunks; then the second prompt.
+            assert_eq!(replayed[0]["content"]["text"], "stream 300");
+            assert_eq!(replayed[301]["content"]["text"], "stream 5000");
+            let second: Vec<String> = replayed[302..].iter().map(chunk_text).collect();
+            assert!(
+                second.len() >= seen[i].len() && second[..seen[i].len()] == seen[i][..],
+                "session {i}: the client received {} chunks, the store replayed {}",
+                seen[i].len(),
+                second.len()
+            );
+            for (n, text) in second.iter().enumerate() {
+                assert_eq!(*text, format!("chunk {n}\n"), "session {i}");
+            }
+        }
+        client.close().await.unwrap();
+    })
+    .await;
+}
+
 /// The built model example: two turns, SIGKILL (the client dropped), a new process on the
 /// same store loads the session, and the model still has the conversation.
 #[tokio::test]

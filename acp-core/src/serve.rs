@@ -180,18 +180,17 @@ impl<A: Agent> Server<A> {
     }
 
     /// Serves on the process's stdin and stdout: see [`serve_stdio`]. Unless told otherwise,
-    /// sessions are recorded in the agent's default on-disk store; if it cannot be opened,
-    /// the agent runs without one (and says why on stderr).
+    /// sessions are recorded in the agent's default on-disk store, opened in the background:
+    /// `initialize` is answered at once, and only what needs the store (recording, the
+    /// history methods) waits for it. If it cannot be opened, the agent says why on stderr
+    /// and goes on without history: the history methods are answered with that error.
     pub async fn serve_stdio(mut self) -> Result<()> {
         if matches!(self.store, Store::Default) {
             let name = self.agent.info().name;
-            self.store = match crate::store::SqliteStore::open_default(&name) {
-                Ok(store) => Store::Given(Arc::new(store)),
-                Err(e) => {
-                    warn!("sessions will not be recorded: the session store did not open: {e}");
-                    Store::None
-                }
-            };
+            let opening = crate::store::Opening::spawn(move || {
+                crate::store::SqliteStore::open_default(&name)
+            });
+            self.store = Store::Given(Arc::new(opening));
         }
         let (reader, writer) = stdio::take();
         self.serve(reader, writer).await

@@ -64,7 +64,9 @@ impl Turn {
     }
 
     /// Ends the turn: fails every tool call still open (before the answer), refuses further
-    /// updates, and returns the frame of the answer to the `session/prompt` request `id`.
+    /// updates, and returns the frame of the answer to the `session/prompt` request `id`, and
+    /// the frame that records the stop reason (when sessions are recorded), to be queued
+    /// after the answer.
     pub async fn end(
         &self,
         peer: &Peer,
@@ -72,7 +74,7 @@ impl Turn {
         id: &crate::schema::RequestId,
         outcome: Result<StopReason>,
         meta: Option<crate::schema::Meta>,
-    ) -> Frame {
+    ) -> (Frame, Option<Frame>) {
         let cancelled = self.cancel.is_cancelled();
         let open = std::mem::take(&mut *self.open());
         let message = if cancelled {
@@ -91,19 +93,13 @@ impl Turn {
         debug!(cancelled, ok = outcome.is_ok(), "turn finished");
         let (bytes, stop) = v1::prompt_answer(id, outcome, cancelled, meta);
         // The stop reason is history's, not something the client is shown again on load:
-        // recorded beside the answer rather than ahead of it, so that the answer (and a
+        // recorded after the answer rather than ahead of it, so that the answer (and a
         // cancel's latency) never waits on the store.
-        if let (Some(store), Some(stop)) = (peer.journal.store(), stop)
-            && let Some(ended) = turn_ended(&stop)
-        {
-            let (store, session) = (store.clone(), session.clone());
-            tokio::spawn(async move {
-                if let Err(e) = store.append(&session, &[ended]).await {
-                    debug!("could not record the end of a turn: {e}");
-                }
-            });
-        }
-        Frame::ending(bytes, self.sequence.clone())
+        let ended = stop
+            .as_ref()
+            .and_then(turn_ended)
+            .and_then(|ended| peer.journal.records_only(session, &[ended]));
+        (Frame::ending(bytes, self.sequence.clone()), ended)
     }
 }
 

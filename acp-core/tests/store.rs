@@ -54,6 +54,8 @@ contract!(
     unknown_sessions_have_nothing_and_take_nothing,
     cursors_are_never_reused_after_deletions,
     a_batch_appends_what_append_does,
+    batches_of_several_sessions_append_each_in_order_and_skip_unknown_ones,
+    records_read_a_page_at_a_time_are_all_the_records_in_order,
 );
 
 fn sid(id: &str) -> SessionId {
@@ -214,6 +216,121 @@ async fn a_batch_appends_what_append_does(store: Store) {
     assert_eq!(empty, last, "an empty batch changes nothing");
     let unknown = store.append_batch(&sid("nobody"), Batch::new()).await;
     assert!(unknown.unwrap_err().is_not_found());
+}
+
+/// `append_batches`, what the runtime's writer calls: each session gets its batches in
+/// order, an unknown session gets nothing (and says so), cursors keep increasing.
+async fn batches_of_several_sessions_append_each_in_order_and_skip_unknown_ones(store: Store) {
+    save(&store, "a", "/w").await;
+    save(&store, "b", "/w").await;
+    let batch = |texts: &[&str]| {
+        let mut batch = Batch::new();
+        for text in texts {
+            batch.push(&chunk(text)).unwrap();
+        }
+        batch
+    };
+    let before = get(&store, "a").await.updated_at;
+    let cursors = store
+        .append_batches(vec![
+            (sid("a"), batch(&["a1", "a2"])),
+            (sid("nobody"), batch(&["lost"])),
+            (sid("b"), batch(&["b1"])),
+            (sid("a"), batch(&["a3"])),
+            (sid("b"), Batch::new()),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(cursors.len(), 5);
+    assert_eq!(cursors[1], None, "an unknown session");
+    let (a1, b1, a2, b_empty) = (
+        cursors[0].unwrap(),
+        cursors[2].unwrap(),
+        cursors[3].unwrap(),
+        cursors[4].unwrap(),
+    );
+    assert!(a1 < b1 && b1 < a2, "{cursors:?}");
+    assert_eq!(
+        b_empty, b1,
+        "an empty batch returns the session's last cursor"
+    );
+    let texts = |records: Vec<(Cursor, Record)>| -> Vec<String> {
+        records
+            .into_iter()
+            .map(|(_, r)| match r.to_update() {
+                Some(Ok(acp_core::schema::SessionUpdate::AgentMessageChunk(c))) => {
+                    match c.content {
+                        acp_core::schema::ContentBlock::Text(t) => t.text,
+                        other => panic!("{other:?}"),
+                    }
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(
+        texts(store.records(&sid("a"), None).await.unwrap()),
+        ["a1", "a2", "a3"]
+    );
+    assert_eq!(texts(store.records(&sid("b"), None).await.unwrap()), ["b1"]);
+    assert!(store.session(&sid("nobody")).await.unwrap().is_none());
+    assert!(
+        get(&store, "a").await.updated_at > before,
+        "appending touches the session"
+    );
+    let first = store.list(None, None, 1).await.unwrap();
+    assert_eq!(
+        first.sessions[0].id,
+        sid("a"),
+        "the last touched is listed first"
+    );
+    assert_eq!(
+        store.append_batches(Vec::new()).await.unwrap(),
+        Vec::<Option<Cursor>>::new()
+    );
+}
+
+/// `records_page`, what replay reads: pages in order, each starting after the last cursor of
+/// the one before, covering every record exactly once, and an empty page at the end.
+async fn records_read_a_page_at_a_time_are_all_the_records_in_order(store: Store) {
+    save(&store, "a", "/p").await;
+    save(&store, "other", "/p").await;
+    for i in 0..50 {
+        let mut batch = Batch::new();
+        for j in 0..(i % 7 + 1) {
+            batch.push(&chunk(&format!("{i}.{j}"))).unwrap();
+        }
+        store.append_batch(&sid("a"), batch).await.unwrap();
+        store
+            .append(&sid("other"), &[chunk("noise")])
+            .await
+            .unwrap();
+    }
+    let all = store.records(&sid("a"), None).await.unwrap();
+    for limit in [1, 5, 16, 1000] {
+        let mut read = Vec::new();
+        let mut after = None;
+        loop {
+            let page = store.records_page(&sid("a"), after, limit).await.unwrap();
+            let Some(&(last, _)) = page.last() else { break };
+            // At most one stored batch (up to 7 records here) past the limit.
+            assert!(
+                page.len() < limit + 7,
+                "a page of {} for {limit}",
+                page.len()
+            );
+            after = Some(last);
+            read.extend(page);
+        }
+        assert_eq!(read, all, "pages of {limit}");
+    }
+    assert!(
+        store
+            .records_page(&sid("nobody"), None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 async fn records_after_a_cursor_are_the_ones_after_it(store: Store) {

@@ -2,25 +2,36 @@
 //! writer before they are written, so a client never receives anything the store does not
 //! have — a `kill -9` between the two loses nothing the client saw.
 //!
-//! The writer hands over a whole batch of queued frames at once (one transaction per session
-//! in the batch): recording costs one store round trip per batch, not per frame.
+//! The writer hands over a whole batch of queued frames at once, and the journal commits
+//! their records with one [`SessionStore::append_batches`] call (one transaction in the
+//! SQLite store), whatever the number of sessions in the batch: recording costs one store
+//! round trip per writer batch, not per frame or per session.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{Frame, FrameKind, Sequence};
+use super::{Frame, FrameKind};
 use crate::protocol::v1;
 use crate::schema::{SessionId, SessionUpdate, StopReason};
 use crate::store::{Batch, Record, SessionStore};
 
-/// The record a frame carries: the `session/update` it is, of `session`, whose update's JSON
-/// text is `frame.bytes[update]` (recorded as it is: no second serialization, no copy until
-/// the batch is committed).
+/// What the store keeps of a frame, of `session`.
 #[derive(Debug)]
 pub(crate) struct Journaled {
     pub session: SessionId,
-    pub update: Range<usize>,
+    pub kept: Kept,
+}
+
+/// The records of a [`Journaled`] frame.
+#[derive(Debug)]
+pub(crate) enum Kept {
+    /// The frame is a `session/update` whose update's JSON text is `frame.bytes[range]`
+    /// (recorded as it is: no second serialization, no copy until the batch is committed).
+    Update(Range<usize>),
+    /// Records the client is not sent (the user's prompt, the end of a turn), already encoded.
+    Records(Batch),
 }
 
 /// The record of a prompt turn of `session` ending with `stop_reason`.
@@ -74,63 +85,91 @@ impl Journal {
         let (bytes, update) = v1::session_update_located(session, update)?;
         let record = self.is_recording().then(|| Journaled {
             session: session.clone(),
-            update,
+            kept: Kept::Update(update),
         });
         Ok((bytes, record))
     }
 
-    /// Commits the records of `batch` (those of frames that will be written), grouped into one
-    /// append per run of frames of the same session. `ending` holds the sequences whose last
-    /// frame was committed earlier (maybe not written yet); those ending in `batch` are added.
-    /// A frame of an ended or ending sequence will be dropped by the writer, so it is not
-    /// recorded either. A store failure is logged (once) and does not hold the frames back:
-    /// the client still gets its updates; the history misses them.
-    pub async fn commit(&self, batch: &mut [Frame], ending: &mut Vec<Arc<Sequence>>) {
+    /// The frame that records `records` of `session` without sending anything; `None` when
+    /// sessions are not recorded (or there is nothing to record).
+    pub fn records_only(&self, session: &SessionId, records: &[Record]) -> Option<Frame> {
+        if !self.is_recording() || records.is_empty() {
+            return None;
+        }
+        let mut batch = Batch::new();
+        for record in records {
+            if let Err(e) = batch.push(record) {
+                tracing::debug!(%session, "a record could not be encoded: {e}");
+            }
+        }
+        let record = Journaled {
+            session: session.clone(),
+            kept: Kept::Records(batch),
+        };
+        Some(Frame::new(Vec::new(), None).recorded(Some(record)))
+    }
+
+    /// Commits the records of `batch` (those of frames that will be written) with one
+    /// [`SessionStore::append_batches`], each session's records in the order of its frames.
+    /// A frame of a sequence whose last frame was taken (in this batch or an earlier one) will
+    /// be dropped by the writer, so it is not recorded either. A store failure is logged
+    /// (once) and does not hold the frames back: the client still gets its updates; the
+    /// history misses them.
+    pub async fn commit(&self, batch: &mut [Frame]) {
         let Some(store) = &self.store else {
             return;
         };
-        // Taken out first (the frames are written without them), grouped into runs of one
-        // session each.
+        // Taken out first (the frames are written without them), one batch per session: its
+        // index in `runs` by session id.
         let mut runs: Vec<(SessionId, Batch)> = Vec::new();
+        let mut index: HashMap<SessionId, usize> = HashMap::new();
         for frame in batch.iter_mut() {
-            if let Some(sequence) = frame.sequence.as_ref() {
-                let ended = sequence.has_ended() || ending.iter().any(|e| Arc::ptr_eq(e, sequence));
+            if let Some(sequence) = frame.sequence.as_deref() {
+                let ended =
+                    sequence.has_ended() || sequence.closed_in_journal.load(Ordering::Relaxed);
                 if frame.kind == FrameKind::EndsSequence {
-                    ending.push(sequence.clone());
+                    sequence.closed_in_journal.store(true, Ordering::Relaxed);
                 }
                 if ended {
                     frame.record = None;
                     continue;
                 }
             }
-            let Some(Journaled { session, update }) = frame.record.take() else {
+            let Some(Journaled { session, kept }) = frame.record.take() else {
                 continue;
             };
-            // The frame's bytes are serde_json's output: UTF-8, the update compact JSON.
-            let Some(text) = frame
-                .bytes
-                .get(update)
-                .and_then(|b| std::str::from_utf8(b).ok())
-            else {
-                continue;
-            };
-            match runs.last_mut() {
-                Some((last, run)) if *last == session => run.push_update_json(text),
-                _ => {
-                    let mut run = Batch::new();
-                    run.push_update_json(text);
-                    runs.push((session, run));
+            let i = *index.entry(session).or_insert_with_key(|session| {
+                runs.push((session.clone(), Batch::new()));
+                runs.len() - 1
+            });
+            let run = &mut runs[i].1;
+            match kept {
+                // The frame's bytes are serde_json's output: UTF-8, the update compact JSON.
+                Kept::Update(range) => {
+                    if let Some(text) = frame
+                        .bytes
+                        .get(range)
+                        .and_then(|b| std::str::from_utf8(b).ok())
+                    {
+                        run.push_update_json(text);
+                    }
                 }
+                Kept::Records(records) => run.append(&records),
             }
         }
-        for (session, run) in runs {
-            if let Err(e) = store.append_batch(&session, run).await
-                && !self.failed.swap(true, Ordering::AcqRel)
-            {
-                tracing::error!(
-                    %session,
-                    "recording the session failed; its history will be incomplete: {e}"
-                );
+        if runs.is_empty() {
+            return;
+        }
+        match store.append_batches(runs).await {
+            Ok(cursors) if cursors.iter().all(Option::is_some) => {}
+            // A session deleted while its frames were queued: nothing to keep.
+            Ok(_) => tracing::debug!("dropped the records of a session the store no longer has"),
+            Err(e) => {
+                if !self.failed.swap(true, Ordering::AcqRel) {
+                    tracing::error!(
+                        "recording sessions failed; their history will be incomplete: {e}"
+                    );
+                }
             }
         }
     }

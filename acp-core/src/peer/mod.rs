@@ -61,6 +61,9 @@ pub(crate) fn release_admission() {
 pub(crate) struct Sequence {
     /// Set by the writer when the sequence's last frame is written.
     ended: AtomicBool,
+    /// Set by the journal when it has taken the sequence's last frame (committed, maybe not
+    /// written yet): its later frames will be dropped, so they are not recorded either.
+    closed_in_journal: AtomicBool,
 }
 
 impl Sequence {

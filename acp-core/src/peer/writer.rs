@@ -9,7 +9,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tracing::debug;
 
-use super::{Frame, FrameKind, Output, Peer, Sequence};
+use super::{Frame, FrameKind, Output, Peer};
 
 /// Writes one frame into the buffered output, or drops it if its sequence has ended.
 pub(super) async fn write_frame(out: &mut Output, frame: &Frame) -> std::io::Result<()> {
@@ -93,9 +93,6 @@ async fn commit_loop(
     peer: &Peer,
     committed: mpsc::Sender<Vec<Frame>>,
 ) -> std::io::Result<()> {
-    // The sequences whose last frame was committed but maybe not written yet: their later
-    // frames will be dropped by the writer, so they are not recorded either.
-    let mut ending: Vec<Arc<Sequence>> = Vec::new();
     let mut incoming = Vec::new();
     let mut bytes = 0;
     loop {
@@ -108,9 +105,8 @@ async fn commit_loop(
             // Nothing after a stop frame is written.
             batch.truncate(stop + 1);
         }
-        ending.retain(|s| !s.has_ended());
         {
-            let commit = peer.journal.commit(&mut batch, &mut ending);
+            let commit = peer.journal.commit(&mut batch);
             tokio::pin!(commit);
             loop {
                 let room = MAX_PENDING_FRAMES.saturating_sub(incoming.len());

@@ -25,6 +25,9 @@ use crate::{Error, Result};
 /// Sessions per `session/list` page.
 const PAGE: usize = 50;
 
+/// Records read from the store at a time when a session is reopened.
+const REPLAY_PAGE: usize = 256;
+
 impl<A: Agent> Router<A> {
     /// The session store, if sessions are recorded.
     pub(crate) fn store(&self) -> Option<&Arc<dyn SessionStore>> {
@@ -56,19 +59,20 @@ pub(super) async fn save(conn: &Connection, state: &SessionState, title: Option<
 }
 
 /// Records the user's prompt as `user_message_chunk`s of one message, before the turn runs
-/// (so before any of its updates), straight into the store: the turn does not wait behind the
-/// output queue.
+/// (so before any of its updates): a frame that only records, committed with the writer's next
+/// batch like every update.
 pub(super) async fn record_prompt(state: &SessionState, blocks: &[ContentBlock]) {
-    let Some(store) = state.conn.peer.journal.store() else {
+    let peer = &state.conn.peer;
+    if !peer.journal.is_recording() {
         return;
-    };
+    }
     let message = state.messages.user_message();
     let records: Vec<Record> = blocks
         .iter()
         .filter_map(|block| Record::update(&user_chunk(block.clone(), &message)).ok())
         .collect();
-    if let Err(e) = store.append(&state.id, &records).await {
-        warn!(session = %state.id, "could not record the prompt: {e}");
+    if let Some(frame) = peer.journal.records_only(&state.id, &records) {
+        let _ = peer.send(frame).await;
     }
 }
 
@@ -131,12 +135,17 @@ pub(super) fn reopen<A: Agent>(
         if let Err(e) = authenticated(&*agent, &conn).await {
             return answer(&conn, &id, Err::<(), _>(e)).await;
         }
+        // What the session was; its records are read a page at a time, so that a long
+        // session's replay holds one page in memory, not the whole log.
         let stored = async {
             let session = known(&*store, &req.session_id).await?;
-            let records = store.records(&req.session_id, None).await?;
-            Ok((session, records, store.state(&req.session_id).await?))
+            let values = store.state(&req.session_id).await?;
+            let first = store
+                .records_page(&req.session_id, None, REPLAY_PAGE)
+                .await?;
+            Ok((session, values, first))
         };
-        let (session, records, mut values) = match stored.await {
+        let (session, mut values, mut page) = match stored.await {
             Ok(stored) => stored,
             Err(e) => return answer(&conn, &id, Err::<(), _>(e)).await,
         };
@@ -148,17 +157,25 @@ pub(super) fn reopen<A: Agent>(
         let state = SessionState::new(&conn, req.session_id, req.roots, req.mcp_servers);
         state.persisted.restore(values);
         connect_mcp(&*agent, &state);
-        continue_numbering(&state, &records);
-        if req.replay {
-            for (_, record) in &records {
-                if let Record::Update { update } = record
-                    && let Ok(bytes) = v1::raw_update(&state.id, update)
-                {
-                    let _ = conn.peer.send(Frame::new(bytes, None)).await;
+        let mut replayed = 0usize;
+        while let Some(&(last, _)) = page.last() {
+            continue_numbering(&state, &page);
+            if req.replay {
+                for (_, record) in &page {
+                    if let Record::Update { update } = record
+                        && let Ok(bytes) = v1::raw_update(&state.id, update)
+                    {
+                        let _ = conn.peer.send(Frame::new(bytes, None)).await;
+                    }
                 }
             }
-            debug!(session = %state.id, records = records.len(), "replayed the session");
+            replayed += page.len();
+            page = match store.records_page(&state.id, Some(last), REPLAY_PAGE).await {
+                Ok(page) => page,
+                Err(e) => return answer(&conn, &id, Err::<(), _>(e)).await,
+            };
         }
+        debug!(session = %state.id, records = replayed, replay = req.replay, "reopened the session");
         let cx = Session::new(state.clone(), None).handling(Request::new(req.meta));
         cx.restore_settings(settings.as_ref());
         // The agent's own setup: its `load_session` when it handles loading itself,

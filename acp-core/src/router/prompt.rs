@@ -92,7 +92,7 @@ pub(super) fn prompt<A: Agent>(
             // Before the answer: a client that has it may kill the agent and load the session.
             state.save_persisted().await;
             let meta = request.take_answer_meta();
-            let frame = turn
+            let (frame, ended) = turn
                 .end(&state.conn.peer, &state.id, &id, outcome, meta)
                 .await;
             // Free the session before the answer leaves: a client may send its next prompt the
@@ -104,6 +104,9 @@ pub(super) fn prompt<A: Agent>(
                 .remove(&id);
             // The answer skips the writer's queue when nothing is waiting in it.
             let _ = state.conn.peer.send_now(frame).await;
+            if let Some(ended) = ended {
+                let _ = state.conn.peer.send(ended).await;
+            }
         }
         .instrument(span),
     ))

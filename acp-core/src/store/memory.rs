@@ -172,6 +172,24 @@ impl SessionStore for MemoryStore {
         })
     }
 
+    fn records_page<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<(Cursor, Record)>>> {
+        Box::pin(async move {
+            let inner = self.lock();
+            let Some(entry) = inner.sessions.get(id) else {
+                return Ok(Vec::new());
+            };
+            let after = after.unwrap_or(0);
+            let from = entry.records.partition_point(|&(c, _)| c <= after);
+            let to = from.saturating_add(limit.max(1)).min(entry.records.len());
+            Ok(entry.records[from..to].to_vec())
+        })
+    }
+
     fn list<'a>(
         &'a self,
         cwd: Option<&'a Path>,

@@ -37,10 +37,12 @@ use crate::error::{Error, Result};
 use crate::schema;
 
 mod memory;
+mod opening;
 mod record;
 mod sqlite;
 
 pub use memory::MemoryStore;
+pub(crate) use opening::Opening;
 pub use record::{Batch, Record};
 pub use sqlite::SqliteStore;
 
@@ -135,6 +137,33 @@ pub trait SessionStore: Send + Sync + 'static {
         })
     }
 
+    /// Appends each batch to its session's log, as [`append_batch`](Self::append_batch) does,
+    /// for several sessions at once: what the runtime calls with everything its writer took
+    /// off the output queue, so that recording costs one commit per writer batch whatever the
+    /// number of sessions in it. A session may appear more than once (its batches are
+    /// appended in order).
+    ///
+    /// Returns, per batch in order, the cursor of its last record, or `None` when its session
+    /// is unknown (nothing is appended for it; the others are). A storage failure fails the
+    /// whole call. The default appends one batch after the other; a store that can should do
+    /// it in one transaction, as [`SqliteStore`] does (then a failure appends nothing).
+    fn append_batches<'a>(
+        &'a self,
+        batches: Vec<(schema::SessionId, Batch)>,
+    ) -> BoxFuture<'a, Result<Vec<Option<Cursor>>>> {
+        Box::pin(async move {
+            let mut cursors = Vec::with_capacity(batches.len());
+            for (id, batch) in batches {
+                match self.append_batch(&id, batch).await {
+                    Ok(cursor) => cursors.push(Some(cursor)),
+                    Err(e) if e.is_not_found() => cursors.push(None),
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(cursors)
+        })
+    }
+
     /// The session's metadata, if it exists.
     fn session<'a>(
         &'a self,
@@ -148,6 +177,27 @@ pub trait SessionStore: Send + Sync + 'static {
         id: &'a schema::SessionId,
         after: Option<Cursor>,
     ) -> BoxFuture<'a, Result<Vec<(Cursor, Record)>>>;
+
+    /// One page of [`records`](Self::records): the session's records after `after`, in
+    /// order, about `limit` of them (at least one when any is left; a store that keeps
+    /// records in batches may finish the batch it is in, going past `limit`). An empty page
+    /// means there are no more. Replay reads a long session this way, a page at a time,
+    /// instead of holding the whole log in memory.
+    ///
+    /// The default reads every record after `after` and keeps the first `limit`; a store
+    /// should read only what it returns.
+    fn records_page<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<(Cursor, Record)>>> {
+        Box::pin(async move {
+            let mut records = self.records(id, after).await?;
+            records.truncate(limit.max(1));
+            Ok(records)
+        })
+    }
 
     /// Sessions, most recently updated first, optionally only those whose cwd is `cwd`
     /// exactly (equal as paths: a trailing separator does not matter; no symlinks are

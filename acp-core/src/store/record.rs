@@ -153,9 +153,14 @@ impl Batch {
         &self.text
     }
 
-    /// The records' text, taken (what a store that keeps encoded lines stores).
-    pub(crate) fn into_text(self) -> String {
-        self.text
+    /// Appends the records of `other`, after this batch's.
+    pub fn append(&mut self, other: &Batch) {
+        if other.count == 0 {
+            return;
+        }
+        self.start_line();
+        self.text.push_str(&other.text);
+        self.count += other.count - 1;
     }
 
     /// The records, read back.

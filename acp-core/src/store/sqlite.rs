@@ -8,7 +8,9 @@
 //! blocking pool (`spawn_blocking`). That works on a current-thread runtime, and under
 //! `#[tokio::test(start_paused = true)]` tokio does not auto-advance its paused clock while a
 //! blocking task runs, so a timeout around a store call cannot fire early (a dedicated thread
-//! fed by a channel would allow that). Reads run beside writes (WAL readers never wait on the
+//! fed by a channel would allow that). The runtime's writer commits everything it took off
+//! its queue with one `append_batches`: one transaction, whatever the number of sessions in
+//! it. Reads run beside writes (WAL readers never wait on the
 //! writer); writes, from this process or another sharing the file, take SQLite's write lock in
 //! turn (`BEGIN IMMEDIATE`, waiting up to 10 s). Called outside a tokio runtime,
 //! an operation runs on the polling thread.
@@ -20,7 +22,7 @@
 //!   `cwd_key` (the cwd as `list` compares it); indexed on `(touch)` and `(cwd_key, touch)`.
 //! - `touches`: every touch (`seq INTEGER PRIMARY KEY AUTOINCREMENT`, session), for the order
 //!   of `list` as of a cursor's snapshot; indexed on `(session, seq)`.
-//! - `records`: the logs, one row per `append` (a batch of records): `cursor` (`INTEGER PRIMARY
+//! - `records`: the logs, one row per session per `append` (a batch of records): `cursor` (`INTEGER PRIMARY
 //!   KEY AUTOINCREMENT`, the cursor of the batch's *last* record), session, `count` (records in
 //!   the batch) and the records as JSON, one per line. A batch of `count` records ending at `c`
 //!   holds cursors `c - count + 1 ..= c`; the next batch starts after the largest cursor ever
@@ -261,6 +263,10 @@ fn connect(path: &Path) -> Result<Connection> {
     conn.pragma_update(None, "wal_autocheckpoint", 8192).db()?;
     conn.pragma_update(None, "journal_size_limit", 64 << 20)
         .db()?;
+    // 1 MiB of page cache per connection instead of SQLite's 2 MiB: the writes (a batch's
+    // records as one row, mostly overflow pages written once) gain nothing from a cache, and
+    // each connection's cache fills up to its limit and stays there.
+    conn.pragma_update(None, "cache_size", -1024).db()?;
     Ok(conn)
 }
 

@@ -81,6 +81,58 @@ fn sql_int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// The records of session `id` after `after`, in order: the rows (batches) after it until
+/// `limit` records are read, the last batch whole.
+fn read_records(
+    conn: &mut rusqlite::Connection,
+    id: &str,
+    after: Cursor,
+    limit: usize,
+) -> Result<Vec<(Cursor, Record)>> {
+    let after = sql_int(after);
+    let mut select = conn
+        .prepare_cached(
+            "SELECT cursor, count, record FROM records \
+             WHERE session = (SELECT pk FROM sessions WHERE id = ?1) AND cursor > ?2 \
+             ORDER BY cursor",
+        )
+        .db()?;
+    let mut rows = select.query(params![id, after]).db()?;
+    let mut out = Vec::new();
+    while out.len() < limit {
+        let Some(row) = rows.next().db()? else {
+            break;
+        };
+        let (last, count): (i64, i64) = (row.get(0).db()?, row.get(1).db()?);
+        let body = row.get_ref(2).db()?.as_str().map_err(|e| {
+            storage_error(
+                format_args!("the batch of session `{id}` ending at {last}"),
+                e,
+            )
+        })?;
+        let lines = body.split('\n');
+        if count < 1 || lines.clone().count() as i64 != count {
+            return Err(storage_error(
+                format_args!("the batch of session `{id}` ending at {last} is torn"),
+                format_args!("{count} records expected"),
+            ));
+        }
+        for (cursor, text) in (last - count + 1..).zip(lines) {
+            if cursor <= after {
+                continue;
+            }
+            let record = serde_json::from_str(text).map_err(|e| {
+                storage_error(
+                    format_args!("record {cursor} of session `{id}` is unreadable"),
+                    e,
+                )
+            })?;
+            out.push((cursor as Cursor, record));
+        }
+    }
+    Ok(out)
+}
+
 impl SessionStore for SqliteStore {
     fn save_session<'a>(&'a self, session: &'a StoredSession) -> BoxFuture<'a, Result<()>> {
         let prepared = (|| -> Result<_> {
@@ -155,21 +207,13 @@ impl SessionStore for SqliteStore {
         id: &'a schema::SessionId,
         batch: Batch,
     ) -> BoxFuture<'a, Result<Cursor>> {
-        let sid = id.clone();
-        let count = sql_int(batch.len() as u64);
-        // The batch's text is the row: one record per line (JSON has no raw newlines).
-        let body = batch.into_text();
-        self.run(move |conn| {
-            let tx = if count == 0 {
-                conn.transaction()
-            } else {
-                conn.transaction_with_behavior(TransactionBehavior::Immediate)
-            }
-            .db()?;
-            let Some((pk, previous)) = find(&tx, &sid.0)? else {
-                return Err(unknown_session(&sid));
-            };
-            if count == 0 {
+        if batch.is_empty() {
+            let id = id.clone();
+            return self.run(move |conn| {
+                let tx = conn.transaction().db()?;
+                let Some((pk, _)) = find(&tx, &id.0)? else {
+                    return Err(unknown_session(&id));
+                };
                 let last: i64 = tx
                     .query_row(
                         "SELECT coalesce(max(cursor), 0) FROM records WHERE session = ?1",
@@ -177,31 +221,72 @@ impl SessionStore for SqliteStore {
                         |r| r.get(0),
                     )
                     .db()?;
-                return Ok(last as Cursor);
+                Ok(last as Cursor)
+            });
+        }
+        let id = id.clone();
+        let appended = self.append_batches(vec![(id.clone(), batch)]);
+        Box::pin(async move {
+            match appended.await?.first() {
+                Some(Some(cursor)) => Ok(*cursor),
+                _ => Err(unknown_session(&id)),
             }
-            // The batch takes the cursors after the largest ever handed out; its row is keyed
-            // by its last one (which moves `sqlite_sequence` past it).
-            let handed_out: i64 = tx
+        })
+    }
+
+    fn append_batches<'a>(
+        &'a self,
+        batches: Vec<(schema::SessionId, Batch)>,
+    ) -> BoxFuture<'a, Result<Vec<Option<Cursor>>>> {
+        self.run(move |conn| {
+            // One transaction for every session in the call: one commit per writer batch.
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .db()?;
+            // Batches take the cursors after the largest ever handed out; a row is keyed by
+            // its last one (which moves `sqlite_sequence` past it).
+            let mut handed_out: i64 = tx
                 .prepare_cached(
                     "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'records'), 0)",
                 )
                 .db()?
                 .query_row([], |r| r.get(0))
                 .db()?;
-            let last = handed_out.saturating_add(count);
-            tx.prepare_cached(
-                "INSERT INTO records (cursor, session, count, record) VALUES (?1, ?2, ?3, ?4)",
-            )
-            .db()?
-            .execute(params![last, pk, count, body])
-            .db()?;
-            let touch = touch(&tx, pk)?;
-            tx.prepare_cached("UPDATE sessions SET updated_at = ?2, touch = ?3 WHERE pk = ?1")
+            let mut cursors = Vec::with_capacity(batches.len());
+            for (id, batch) in batches {
+                let Some((pk, previous)) = find(&tx, &id.0)? else {
+                    cursors.push(None);
+                    continue;
+                };
+                if batch.is_empty() {
+                    let last: i64 = tx
+                        .prepare_cached(
+                            "SELECT coalesce(max(cursor), 0) FROM records WHERE session = ?1",
+                        )
+                        .db()?
+                        .query_row([pk], |r| r.get(0))
+                        .db()?;
+                    cursors.push(Some(last as Cursor));
+                    continue;
+                }
+                let count = sql_int(batch.len() as u64);
+                handed_out = handed_out.saturating_add(count);
+                // The batch's text is the row: one record per line (JSON has no raw newlines).
+                tx.prepare_cached(
+                    "INSERT INTO records (cursor, session, count, record) VALUES (?1, ?2, ?3, ?4)",
+                )
                 .db()?
-                .execute(params![pk, touch_time(Some(&previous)), touch])
+                .execute(params![handed_out, pk, count, batch.as_str()])
                 .db()?;
+                let touch = touch(&tx, pk)?;
+                tx.prepare_cached("UPDATE sessions SET updated_at = ?2, touch = ?3 WHERE pk = ?1")
+                    .db()?
+                    .execute(params![pk, touch_time(Some(&previous)), touch])
+                    .db()?;
+                cursors.push(Some(handed_out as Cursor));
+            }
             tx.commit().db()?;
-            Ok(last as Cursor)
+            Ok(cursors)
         })
     }
 
@@ -227,49 +312,17 @@ impl SessionStore for SqliteStore {
         after: Option<Cursor>,
     ) -> BoxFuture<'a, Result<Vec<(Cursor, Record)>>> {
         let id = id.0.to_string();
-        let after = sql_int(after.unwrap_or(0));
-        self.run(move |conn| {
-            let mut select = conn
-                .prepare_cached(
-                    "SELECT cursor, count, record FROM records \
-                     WHERE session = (SELECT pk FROM sessions WHERE id = ?1) AND cursor > ?2 \
-                     ORDER BY cursor",
-                )
-                .db()?;
-            let rows = select
-                .query_map(params![id, after], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, String>(2)?,
-                    ))
-                })
-                .db()?;
-            let mut out = Vec::new();
-            for row in rows {
-                let (last, count, body) = row.db()?;
-                let lines = body.split('\n');
-                if count < 1 || lines.clone().count() as i64 != count {
-                    return Err(storage_error(
-                        format_args!("the batch of session `{id}` ending at {last} is torn"),
-                        format_args!("{count} records expected"),
-                    ));
-                }
-                for (cursor, text) in (last - count + 1..).zip(lines) {
-                    if cursor <= after {
-                        continue;
-                    }
-                    let record = serde_json::from_str(text).map_err(|e| {
-                        storage_error(
-                            format_args!("record {cursor} of session `{id}` is unreadable"),
-                            e,
-                        )
-                    })?;
-                    out.push((cursor as Cursor, record));
-                }
-            }
-            Ok(out)
-        })
+        self.run(move |conn| read_records(conn, &id, after.unwrap_or(0), usize::MAX))
+    }
+
+    fn records_page<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<(Cursor, Record)>>> {
+        let id = id.0.to_string();
+        self.run(move |conn| read_records(conn, &id, after.unwrap_or(0), limit.max(1)))
     }
 
     fn list<'a>(

@@ -1,0 +1,188 @@
+//! [`Opening`]: a store still being opened in the background. The runtime serves with one
+//! from the first byte, so that `initialize` never waits for a database: only the operations
+//! that reach the store wait until it is open.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use tokio::sync::watch;
+
+use super::{Batch, Cursor, Page, Record, SessionStore, StoredSession};
+use crate::error::{Error, Result};
+use crate::schema;
+
+/// What opening gave: the store, or why it did not open.
+type Opened = std::result::Result<Arc<dyn SessionStore>, String>;
+
+/// A [`SessionStore`] opened on tokio's blocking pool; each operation waits for the opening to
+/// finish, then runs on the opened store (or fails with the reason it did not open).
+pub(crate) struct Opening {
+    opened: watch::Receiver<Option<Opened>>,
+}
+
+impl Opening {
+    /// Starts `open` on the blocking pool. Call it inside a tokio runtime.
+    pub fn spawn<S, F>(open: F) -> Opening
+    where
+        S: SessionStore,
+        F: FnOnce() -> Result<S> + Send + 'static,
+    {
+        let (tx, opened) = watch::channel(None);
+        tokio::task::spawn_blocking(move || {
+            let result = match open() {
+                Ok(store) => Ok(Arc::new(store) as Arc<dyn SessionStore>),
+                Err(e) => {
+                    tracing::warn!(
+                        "sessions will not be recorded: the session store did not open: {e}"
+                    );
+                    Err(e.to_string())
+                }
+            };
+            let _ = tx.send(Some(result));
+        });
+        Opening { opened }
+    }
+
+    /// The opened store, once opening is done.
+    async fn store(&self) -> Result<Arc<dyn SessionStore>> {
+        let mut opened = self.opened.clone();
+        let done = opened
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| Error::msg("session store: opening it did not finish"))?;
+        match &*done {
+            Some(Ok(store)) => Ok(store.clone()),
+            Some(Err(why)) => Err(Error::msg(format!("session store: not open: {why}"))),
+            None => Err(Error::msg("session store: opening it did not finish")),
+        }
+    }
+}
+
+impl SessionStore for Opening {
+    fn save_session<'a>(&'a self, session: &'a StoredSession) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move { self.store().await?.save_session(session).await })
+    }
+
+    fn append<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        records: &'a [Record],
+    ) -> BoxFuture<'a, Result<Cursor>> {
+        Box::pin(async move { self.store().await?.append(id, records).await })
+    }
+
+    fn append_batch<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        batch: Batch,
+    ) -> BoxFuture<'a, Result<Cursor>> {
+        Box::pin(async move { self.store().await?.append_batch(id, batch).await })
+    }
+
+    fn append_batches<'a>(
+        &'a self,
+        batches: Vec<(schema::SessionId, Batch)>,
+    ) -> BoxFuture<'a, Result<Vec<Option<Cursor>>>> {
+        Box::pin(async move { self.store().await?.append_batches(batches).await })
+    }
+
+    fn session<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+    ) -> BoxFuture<'a, Result<Option<StoredSession>>> {
+        Box::pin(async move { self.store().await?.session(id).await })
+    }
+
+    fn records<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        after: Option<Cursor>,
+    ) -> BoxFuture<'a, Result<Vec<(Cursor, Record)>>> {
+        Box::pin(async move { self.store().await?.records(id, after).await })
+    }
+
+    fn records_page<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<(Cursor, Record)>>> {
+        Box::pin(async move { self.store().await?.records_page(id, after, limit).await })
+    }
+
+    fn list<'a>(
+        &'a self,
+        cwd: Option<&'a Path>,
+        cursor: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Page>> {
+        Box::pin(async move { self.store().await?.list(cwd, cursor, limit).await })
+    }
+
+    fn delete<'a>(&'a self, id: &'a schema::SessionId) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move { self.store().await?.delete(id).await })
+    }
+
+    fn put_state<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        key: &'a str,
+        value: &'a serde_json::Value,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move { self.store().await?.put_state(id, key, value).await })
+    }
+
+    fn state<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+    ) -> BoxFuture<'a, Result<HashMap<String, serde_json::Value>>> {
+        Box::pin(async move { self.store().await?.state(id).await })
+    }
+
+    fn set_title<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        title: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move { self.store().await?.set_title(id, title).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::MemoryStore;
+
+    #[tokio::test]
+    async fn operations_wait_for_the_opening_then_run_on_the_store() {
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let opening = Opening::spawn(move || {
+            gate.recv().ok();
+            Ok(MemoryStore::new())
+        });
+        let id: schema::SessionId = "s".into();
+        let session = StoredSession::new(id.clone(), "/w");
+        let save = opening.save_session(&session);
+        tokio::pin!(save);
+        // Not open yet: the operation waits.
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(50), &mut save)
+                .await
+                .is_err()
+        );
+        release.send(()).unwrap();
+        save.await.unwrap();
+        assert!(opening.session(&id).await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_store_that_did_not_open_fails_every_operation_with_the_reason() {
+        let opening = Opening::spawn(|| -> Result<MemoryStore> { Err(Error::msg("disk on fire")) });
+        let e = opening.list(None, None, 10).await.unwrap_err();
+        assert!(e.to_string().contains("disk on fire"), "{e}");
+        let e = opening.append_batches(Vec::new()).await.unwrap_err();
+        assert!(e.to_string().contains("disk on fire"), "{e}");
+    }
+}
