@@ -1210,4 +1210,43 @@ mod sqlite_only {
             "a hang guard: {append_time:?}"
         );
     }
+
+    /// What the runtime's writer does with 1,000 sessions streaming at once: each commit holds
+    /// a few records of every session. Printed, not asserted (but for a hang guard).
+    #[tokio::test]
+    async fn appending_for_1000_sessions_at_once() {
+        const SESSIONS: usize = 1000;
+        const PER_COMMIT: usize = 8;
+        const COMMITS: usize = 50;
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("sessions.sqlite3"));
+        for s in 0..SESSIONS {
+            save(&store, &format!("s{s}"), "/p").await;
+        }
+        let started = Instant::now();
+        for c in 0..COMMITS {
+            let batches = (0..SESSIONS)
+                .map(|s| {
+                    let mut batch = Batch::new();
+                    for i in 0..PER_COMMIT {
+                        batch.push(&tagged(s, c, i, 160)).unwrap();
+                    }
+                    (sid(&format!("s{s}")), batch)
+                })
+                .collect();
+            store.append_batches(batches).await.unwrap();
+        }
+        let elapsed = started.elapsed();
+        let records = SESSIONS * PER_COMMIT * COMMITS;
+        eprintln!(
+            "{COMMITS} commits of {PER_COMMIT} records of ~210 bytes for each of {SESSIONS} \
+             sessions: {elapsed:?}, {:.0} records/s, {:.1} µs per session per commit",
+            records as f64 / elapsed.as_secs_f64(),
+            elapsed.as_secs_f64() * 1e6 / (SESSIONS * COMMITS) as f64,
+        );
+        assert!(
+            elapsed < Duration::from_secs(120),
+            "a hang guard: {elapsed:?}"
+        );
+    }
 }
