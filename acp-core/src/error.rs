@@ -10,8 +10,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong while serving an agent.
 ///
 /// Authors match on the variants that carry meaning for their logic
-/// ([`Error::Cancelled`], [`Error::PermissionDenied`], [`Error::Unsupported`]) and
-/// propagate the rest with `?`.
+/// ([`Error::Cancelled`], [`Error::PermissionDenied`], [`Error::Unsupported`],
+/// [`Error::Refused`]) and propagate the rest with `?`.
 ///
 /// ```
 /// # async fn demo(cx: &acp_core::Session) -> acp_core::Result<()> {
@@ -49,16 +49,48 @@ pub enum Error {
         /// Optional structured details.
         data: Option<serde_json::Value>,
     },
-    /// The client answered one of the agent's requests (`fs/read_text_file`,
-    /// `session/request_permission`, …) with a JSON-RPC error.
+    /// The client answered one of the agent's requests (`terminal/create`,
+    /// `fs/read_text_file`, `session/request_permission`, an extension request…) with a
+    /// JSON-RPC error instead of doing it: it refused, or it tried and failed.
+    ///
+    /// Editors refuse requests they advertised: a terminal the user's settings forbid, a
+    /// command a policy denies (acpx answers `terminal/create` with an error unless the user
+    /// approves it), a write to a read-only buffer. Match it where you have a fallback, and
+    /// tell the user instead of failing the turn:
+    ///
+    /// ```
+    /// # async fn demo(cx: &acp_core::Session) -> acp_core::Result<()> {
+    /// match cx.terminal().create("cargo", ["test"]).await {
+    ///     Ok(terminal) => {
+    ///         terminal.wait_for_exit().await?;
+    ///     }
+    ///     // Says what the editor said, e.g. "the client refused `terminal/create`: Internal
+    ///     // error: Permission denied for terminal/create (JSON-RPC error -32603)".
+    ///     Err(refused @ acp_core::Error::Refused { .. }) => {
+    ///         cx.message(format!("I can't run the tests here ({refused}): run `cargo test` yourself."))
+    ///             .await?;
+    ///     }
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// The code says why only when the client uses a meaningful one (`-32002` for a missing
+    /// file, see [`Error::is_not_found`]); most refusals come as `-32603`. Clients built on
+    /// the official TypeScript SDK answer `Internal error` and put the reason in
+    /// `data.details`: the message of this error shows it, so formatting the error (as above)
+    /// tells the user what the editor said.
     ///
     /// Propagated with `?`, it is answered as `-32603 Internal error` naming the client's
     /// error: the client's code is never passed on as the code of the agent's own answer
     /// (a client answering `-32601` to a permission request must not make `session/prompt`
     /// look like a method the agent lacks).
-    #[error("the client answered `{method}` with an error: {message} (JSON-RPC error {code})")]
-    Client {
-        /// The method of the agent's request, e.g. `fs/read_text_file`.
+    #[error(
+        "the client refused `{method}`: {message}{} (JSON-RPC error {code})",
+        details(.data.as_deref())
+    )]
+    Refused {
+        /// The method of the agent's request, e.g. `terminal/create`.
         method: String,
         /// The client's error code, e.g. `-32002` for a missing file.
         code: i32,
@@ -147,7 +179,7 @@ impl Error {
     /// error of kind `NotFound`. Decided by code and kind only, never by the message text.
     pub fn is_not_found(&self) -> bool {
         match self {
-            Error::Rpc { code, .. } | Error::Client { code, .. } => {
+            Error::Rpc { code, .. } | Error::Refused { code, .. } => {
                 *code == i32::from(schema::ErrorCode::ResourceNotFound)
             }
             Error::Io(e) => e.kind() == std::io::ErrorKind::NotFound,
@@ -170,7 +202,7 @@ impl Error {
                 data,
             } => schema::Error::new(*code, message.clone()).data(data.clone()),
             Error::InvalidParams(m) => schema::Error::new(C::InvalidParams.into(), m.clone()),
-            // The client's own code stays in the message (see `Error::Client`).
+            // The client's own code stays in the message (see `Error::Refused`).
             Error::Cancelled => schema::Error::new(C::RequestCancelled.into(), self.to_string()),
             Error::AuthRequired => schema::Error::new(C::AuthRequired.into(), self.to_string()),
             _ => schema::Error::new(C::InternalError.into(), self.to_string()),
@@ -201,6 +233,15 @@ impl Error {
     }
 }
 
+/// `": <details>"` for a client error whose `data` carries a `details` string (what the
+/// official TypeScript SDK answers for an exception in a handler), else nothing.
+fn details(data: Option<&serde_json::Value>) -> String {
+    match data.and_then(|d| d.get("details")).and_then(|d| d.as_str()) {
+        Some(details) if !details.is_empty() => format!(": {details}"),
+        _ => String::new(),
+    }
+}
+
 impl From<String> for Error {
     fn from(message: String) -> Self {
         Error::Other(Cow::Owned(message))
@@ -219,7 +260,7 @@ mod tests {
 
     #[test]
     fn a_clients_error_code_is_never_the_code_of_our_answer() {
-        let e = Error::Client {
+        let e = Error::Refused {
             method: "session/request_permission".into(),
             code: -32601,
             message: "Method not found".into(),
@@ -229,7 +270,7 @@ mod tests {
         assert_eq!(i32::from(answer.code), -32603);
         assert!(answer.message.contains("-32601"), "{}", answer.message);
         assert!(answer.message.contains("session/request_permission"));
-        let missing = Error::Client {
+        let missing = Error::Refused {
             method: "fs/read_text_file".into(),
             code: -32002,
             message: "no such file".into(),
@@ -237,6 +278,37 @@ mod tests {
         };
         assert!(missing.is_not_found());
         assert_eq!(i32::from(missing.to_rpc().code), -32603);
+    }
+
+    #[test]
+    fn a_refusal_names_the_method_and_what_the_client_said() {
+        // What acpx answers `terminal/create` by default (a TypeScript SDK exception).
+        let e = Error::Refused {
+            method: "terminal/create".into(),
+            code: -32603,
+            message: "Internal error".into(),
+            data: Some(Box::new(
+                serde_json::json!({"details": "Permission denied for terminal/create"}),
+            )),
+        };
+        assert_eq!(
+            e.to_string(),
+            "the client refused `terminal/create`: Internal error: Permission denied for \
+             terminal/create (JSON-RPC error -32603)"
+        );
+        assert_eq!(e.to_rpc().message, e.to_string());
+        assert!(!e.is_not_found());
+        // Data without a `details` string adds nothing.
+        let plain = Error::Refused {
+            method: "fs/write_text_file".into(),
+            code: -32000,
+            message: "read-only buffer".into(),
+            data: Some(Box::new(serde_json::json!({"details": 7}))),
+        };
+        assert_eq!(
+            plain.to_string(),
+            "the client refused `fs/write_text_file`: read-only buffer (JSON-RPC error -32000)"
+        );
     }
 
     #[test]

@@ -360,7 +360,7 @@ impl Peer {
             () = self.closed.cancelled() => return Err(Error::ConnectionClosed),
         };
         let raw = answer.map_err(|failed| match failed {
-            Failed::Error(e) => Error::Client {
+            Failed::Error(e) => Error::Refused {
                 method: method.to_owned(),
                 code: e.code.into(),
                 message: e.message,

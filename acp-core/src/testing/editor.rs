@@ -70,8 +70,9 @@ impl MemoryFs {
 }
 
 /// The terminal the test client pretends to run: every command "prints" `output` and exits
-/// with `exit_code`, unless it is set to [`hang`](TerminalStub::hang) until killed; a command
-/// given its own stub with [`command`](TerminalStub::command) behaves as that one says.
+/// with `exit_code`, unless it is set to [`hang`](TerminalStub::hang) until killed or the
+/// editor [`refuse`](TerminalStub::refuse)s to run it; a command given its own stub with
+/// [`command`](TerminalStub::command) behaves as that one says.
 ///
 /// ```
 /// use acp_core::testing::TerminalStub;
@@ -87,6 +88,7 @@ pub struct TerminalStub {
     output: String,
     exit_code: u32,
     hang: bool,
+    refuse: bool,
     commands: HashMap<String, TerminalStub>,
 }
 
@@ -114,6 +116,24 @@ impl TerminalStub {
     #[must_use]
     pub fn hang(mut self) -> Self {
         self.hang = true;
+        self
+    }
+
+    /// The editor refuses to run the commands: `terminal/create` is answered with an error,
+    /// although the client advertises the `terminal` capability. The error is the one acpx
+    /// answers when terminal commands are not approved: `-32603 Internal error` with
+    /// `{"details": "Permission denied for terminal/create"}` as its `data`. The agent sees [`Error::Refused`](crate::Error::Refused). For another
+    /// error, [hold](super::TestClientBuilder::hold) `terminal/create` and answer it by hand.
+    ///
+    /// ```
+    /// use acp_core::testing::TerminalStub;
+    ///
+    /// // Every command refused, as acpx does by default.
+    /// let terminal = TerminalStub::new().refuse();
+    /// ```
+    #[must_use]
+    pub fn refuse(mut self) -> Self {
+        self.refuse = true;
         self
     }
 
@@ -206,7 +226,10 @@ impl Editor {
                     };
                     Ok(json!({"content": content}))
                 }
-                None => Err((-32002, format!("Resource not found: {}", str_param("path")))),
+                None => Err(json!({
+                    "code": -32002,
+                    "message": format!("Resource not found: {}", str_param("path")),
+                })),
             },
             "fs/write_text_file" => {
                 self.fs.write(str_param("path"), str_param("content"));
@@ -214,6 +237,15 @@ impl Editor {
             }
             "session/request_permission" => self.permission(&params)?,
             "terminal/create" => {
+                if self.terminal.for_command(&str_param("command")).refuse {
+                    // What acpx answers: an exception thrown in a handler of the official
+                    // TypeScript SDK, which answers it as `Internal error` with details.
+                    return Some(Err(json!({
+                        "code": -32603,
+                        "message": "Internal error",
+                        "data": {"details": "Permission denied for terminal/create"},
+                    })));
+                }
                 let mut log = lock(&self.terminals);
                 let id = format!("term_{}", log.created.len());
                 let args = params
@@ -273,7 +305,7 @@ impl Editor {
                 }
                 Ok(json!({}))
             }
-            other => Err((-32601, format!("method not found: {other}"))),
+            other => Err(json!({"code": -32601, "message": format!("method not found: {other}")})),
         })
     }
 
@@ -303,5 +335,5 @@ impl Editor {
     }
 }
 
-/// The editor's answer to one request: a result, or an error code and message.
-pub(super) type Answer = std::result::Result<Value, (i32, String)>;
+/// The editor's answer to one request: a result, or a JSON-RPC error object.
+pub(super) type Answer = std::result::Result<Value, Value>;

@@ -457,9 +457,7 @@ async fn received(wire: &Arc<Wire>, line: &[u8]) {
                 if let Some(answer) = wire.editor.answer(&method, params).await {
                     let frame = match answer {
                         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                        Err((code, message)) => {
-                            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-                        }
+                        Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
                     };
                     wire.send(Outgoing::json(frame));
                 }
