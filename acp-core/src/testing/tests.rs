@@ -116,3 +116,57 @@ async fn held_requests_are_handed_over_in_order_and_answered_by_hand() {
     let refused = client.next_request("session/request_permission").await;
     assert!(refused.unwrap_err().to_string().contains("hold"));
 }
+
+/// A session `s1` opened on a hand-played agent.
+async fn session_on<'a>(client: &'a TestClient, agent: &mut HandAgent) -> super::TestSession<'a> {
+    let (session, ()) = tokio::join!(client.new_session(), async {
+        let new = agent.read().await;
+        let answer = json!({"jsonrpc": "2.0", "id": new["id"], "result": {"sessionId": "s1"}});
+        agent.write(&format!("{answer}\n")).await;
+    });
+    session.unwrap()
+}
+
+fn chunk(session: &str, text: &str) -> String {
+    let update = json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+        "sessionId": session,
+        "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}},
+    }});
+    format!("{update}\n")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_started_prompt_finishes_as_the_same_turn_an_awaited_one_gives() {
+    let (client, mut agent) = attached(TestClient::builder()).await;
+    let session = session_on(&client, &mut agent).await;
+    let id = session.start_prompt("hi");
+    let prompt = agent.read().await;
+    assert_eq!(prompt["id"], id);
+    agent.write(&chunk("s1", "a")).await;
+    // The test follows the turn frame by frame for a while…
+    let first = client.next_frame().await.unwrap();
+    assert!(first.session_update().is_some());
+    agent.write(&chunk("other", "not ours")).await;
+    agent.write(&chunk("s1", "b")).await;
+    let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": "end_turn"}});
+    agent.write(&format!("{answer}\n")).await;
+    agent.write(&chunk("s1", "after the answer")).await;
+    // …then sums it up: every update of the session before the answer, read or not.
+    let turn = session.finish(&id).await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(crate::schema::StopReason::EndTurn));
+    assert_eq!(turn.text(), "ab");
+    assert!(turn.frames()[0].method() == Some("session/prompt"));
+    // The answer was taken; the other frames are still unread.
+    let unread = client.take_unread();
+    assert_eq!(unread.len(), 3, "{unread:?}");
+    assert!(unread.iter().all(|f| !f.is_response_to(&id)), "{unread:?}");
+
+    // An error answer is the turn's error, as for `prompt`.
+    let id = session.start_prompt("again");
+    agent.read().await;
+    let failed = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "boom"}});
+    agent.write(&format!("{failed}\n")).await;
+    let turn = session.finish(&id).await.unwrap();
+    assert_eq!(turn.error_code(), Some(-32603));
+    assert_eq!(turn.text(), "");
+}
