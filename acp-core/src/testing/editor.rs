@@ -72,7 +72,9 @@ impl MemoryFs {
 /// The terminal the test client pretends to run: every command "prints" `output` and exits
 /// with `exit_code`, unless it is set to [`hang`](TerminalStub::hang) until killed or the
 /// editor [`refuse`](TerminalStub::refuse)s to run it; a command given its own stub with
-/// [`command`](TerminalStub::command) behaves as that one says.
+/// [`command`](TerminalStub::command) behaves as that one says: a stub for a program (`git`)
+/// serves every command line of that program, a stub for a whole command line
+/// (`git status`) only that one, and takes precedence.
 ///
 /// ```
 /// use acp_core::testing::TerminalStub;
@@ -81,6 +83,9 @@ impl MemoryFs {
 ///     .output("command not found")
 ///     .exit_code(127)
 ///     .command("cargo", TerminalStub::new().output("test result: ok"))
+///     .command("git", TerminalStub::new().output("ok"))
+///     .command("git status", TerminalStub::new().output("nothing to commit"))
+///     .command("git push", TerminalStub::new().refuse())
 ///     .command("sleep", TerminalStub::new().hang());
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -137,25 +142,43 @@ impl TerminalStub {
         self
     }
 
-    /// How the command `command` (its program, as the agent names it in `terminal/create`)
-    /// behaves, instead of this stub's default.
+    /// How `command` behaves, instead of this stub's default. `command` is either a program,
+    /// as the agent names it in `terminal/create` (`"git"`: every command line of that
+    /// program), or a whole command line, the program and its arguments separated by spaces
+    /// (`"git status"`: that command line only, arguments compared exactly; `sh -c "git
+    /// status"` is `"sh -c git status"`). A command line's stub is preferred to its
+    /// program's.
     #[must_use]
-    pub fn command(mut self, command: impl Into<String>, stub: TerminalStub) -> Self {
-        self.commands.insert(command.into(), stub);
+    pub fn command(mut self, command: impl AsRef<str>, stub: TerminalStub) -> Self {
+        self.commands.insert(words(command.as_ref()), stub);
         self
     }
 
-    /// The stub a command runs with.
-    fn for_command(&self, command: &str) -> &TerminalStub {
-        self.commands.get(command).unwrap_or(self)
+    /// The stub `program` run with `args` runs with.
+    fn for_command(&self, program: &str, args: &[String]) -> &TerminalStub {
+        let line = words(
+            &std::iter::once(program)
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        self.commands
+            .get(&line)
+            .or_else(|| self.commands.get(program))
+            .unwrap_or(self)
     }
+}
+
+/// `line` with its words separated by single spaces.
+fn words(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[derive(Debug, Default)]
 pub(super) struct TerminalLog {
     pub created: Vec<(String, Vec<String>)>,
-    /// The command each terminal runs, by id.
-    commands: HashMap<String, String>,
+    /// The command each terminal runs (program, args), by id.
+    commands: HashMap<String, (String, Vec<String>)>,
     pub killed: Vec<String>,
     pub released: Vec<String>,
     exit_waiters: HashMap<String, Vec<oneshot::Sender<()>>>,
@@ -174,11 +197,11 @@ impl Editor {
     /// Whether terminal `id` was killed, and the stub its command runs with.
     fn stub_of(&self, id: &str) -> (bool, TerminalStub) {
         let log = lock(&self.terminals);
-        let command = log.commands.get(id).map(String::as_str).unwrap_or_default();
-        (
-            log.killed.iter().any(|k| k == id),
-            self.terminal.for_command(command).clone(),
-        )
+        let stub = match log.commands.get(id) {
+            Some((program, args)) => self.terminal.for_command(program, args),
+            None => &self.terminal,
+        };
+        (log.killed.iter().any(|k| k == id), stub.clone())
     }
 
     pub fn new(fs: MemoryFs, terminal: TerminalStub, permissions: PermissionPolicy) -> Self {
@@ -237,7 +260,12 @@ impl Editor {
             }
             "session/request_permission" => self.permission(&params)?,
             "terminal/create" => {
-                if self.terminal.for_command(&str_param("command")).refuse {
+                let program = str_param("command");
+                let args: Vec<String> = params
+                    .get("args")
+                    .and_then(|a| serde_json::from_value(a.clone()).ok())
+                    .unwrap_or_default();
+                if self.terminal.for_command(&program, &args).refuse {
                     // What acpx answers: an exception thrown in a handler of the official
                     // TypeScript SDK, which answers it as `Internal error` with details.
                     return Some(Err(json!({
@@ -248,12 +276,9 @@ impl Editor {
                 }
                 let mut log = lock(&self.terminals);
                 let id = format!("term_{}", log.created.len());
-                let args = params
-                    .get("args")
-                    .and_then(|a| serde_json::from_value(a.clone()).ok())
-                    .unwrap_or_default();
-                log.commands.insert(id.clone(), str_param("command"));
-                log.created.push((str_param("command"), args));
+                log.commands
+                    .insert(id.clone(), (program.clone(), args.clone()));
+                log.created.push((program, args));
                 Ok(json!({"terminalId": id}))
             }
             "terminal/output" => {

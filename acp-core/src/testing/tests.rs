@@ -170,3 +170,61 @@ async fn a_started_prompt_finishes_as_the_same_turn_an_awaited_one_gives() {
     assert_eq!(turn.error_code(), Some(-32603));
     assert_eq!(turn.text(), "");
 }
+
+/// Runs the prompt as a command line in the client's terminal and says what came of it.
+struct Runs;
+
+impl crate::Agent for Runs {
+    async fn prompt(
+        &self,
+        cx: &crate::Session,
+        prompt: crate::Prompt,
+    ) -> crate::Result<crate::schema::StopReason> {
+        let text = prompt.text();
+        let mut words = text.split_whitespace();
+        let program = words.next().unwrap_or_default().to_owned();
+        let reply = match cx.terminal().create(program, words).await {
+            Ok(terminal) => {
+                let status = terminal.wait_for_exit().await?;
+                let output = terminal.output().await?.output;
+                format!("{output} ({:?})", status.exit_code)
+            }
+            Err(crate::Error::Refused { .. }) => "refused".to_owned(),
+            Err(e) => return Err(e),
+        };
+        cx.message(reply).await?;
+        Ok(crate::schema::StopReason::EndTurn)
+    }
+}
+
+#[tokio::test]
+async fn a_command_lines_stub_serves_that_line_only_and_a_programs_every_line_of_it() {
+    use super::TerminalStub;
+    let stub = TerminalStub::new()
+        .output("default")
+        .command("git", TerminalStub::new().output("any git").exit_code(1))
+        .command("git  status", TerminalStub::new().output("clean"))
+        .command("git push", TerminalStub::new().refuse());
+    let client = TestClient::builder()
+        .terminal(stub)
+        .connect(Runs)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    for (line, expected) in [
+        ("ls -la", "default (Some(0))"),
+        ("git log", "any git (Some(1))"),
+        ("git", "any git (Some(1))"),
+        ("git status", "clean (Some(0))"),
+        ("git status -s", "any git (Some(1))"),
+        ("git push", "refused"),
+        ("git push --force", "any git (Some(1))"),
+    ] {
+        let turn = session.prompt(line).await.unwrap();
+        assert_eq!(turn.text(), expected, "{line}");
+    }
+    // A refused command line created no terminal.
+    let created = client.terminals_created();
+    assert_eq!(created.len(), 6, "{created:?}");
+    assert!(!created.iter().any(|(p, a)| p == "git" && a == &["push"]));
+}
