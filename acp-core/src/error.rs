@@ -138,8 +138,12 @@ pub enum Error {
     /// return it from its own code.
     #[error("authentication required: authenticate with one of the agent's methods first")]
     AuthRequired,
-    /// An I/O error on the transport.
-    #[error("transport I/O error: {0}")]
+    /// An I/O error: the agent's own (`?` on a `std::fs` or `tokio::fs` call), the
+    /// connection's (reading the client's input, writing to it: the message says which), or
+    /// the test client's (an agent binary that does not start). Its message shows the kind,
+    /// as [`std::io::ErrorKind`] names it, and the error's own message:
+    /// `I/O error (NotFound): No such file or directory (os error 2)`.
+    #[error("I/O error ({kind:?}): {0}", kind = .0.kind())]
     Io(#[from] std::io::Error),
     /// JSON that could not be read or written in the agent's own code (`?` on a
     /// `serde_json` call). Answered as `-32603 Internal error`: it is the agent's fault, not
@@ -172,6 +176,12 @@ impl Error {
             schema::ErrorCode::MethodNotFound.into(),
             format!("method not found: `{method}`"),
         )
+    }
+
+    /// An [`Error::Io`] of the same kind as `e`, its message saying what was being done
+    /// (`writing to the client: Broken pipe (os error 32)`).
+    pub(crate) fn io(doing: impl std::fmt::Display, e: std::io::Error) -> Self {
+        Error::Io(std::io::Error::new(e.kind(), format!("{doing}: {e}")))
     }
 
     /// Whether this error means "the file or resource does not exist": the client answered
@@ -318,6 +328,32 @@ mod tests {
         // A message that merely mentions it is not enough.
         assert!(!Error::rpc(-32603, "ENOENT: not found, no such file").is_not_found());
         assert!(!Error::msg("file not found").is_not_found());
+    }
+
+    #[test]
+    fn an_io_error_shows_its_kind_and_message_and_does_not_blame_the_transport() {
+        let missing = std::io::Error::from_raw_os_error(2); // ENOENT
+        let shown = Error::from(missing).to_string();
+        assert!(shown.starts_with("I/O error (NotFound): "), "{shown}");
+        assert!(shown.contains("os error 2"), "{shown}");
+        assert!(!shown.contains("transport"), "{shown}");
+        let custom = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "read-only");
+        assert_eq!(
+            Error::from(custom).to_string(),
+            "I/O error (PermissionDenied): read-only"
+        );
+        // With what was being done, the kind kept (and so `is_not_found`).
+        let doing = Error::io(
+            "starting the agent `x`",
+            std::io::ErrorKind::NotFound.into(),
+        );
+        assert!(doing.is_not_found());
+        assert_eq!(
+            doing.to_string(),
+            "I/O error (NotFound): starting the agent `x`: entity not found"
+        );
+        assert_eq!(i32::from(doing.to_rpc().code), -32603);
+        assert_eq!(doing.to_rpc().message, doing.to_string());
     }
 
     #[test]

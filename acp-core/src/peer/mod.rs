@@ -234,7 +234,7 @@ impl Peer {
             return written.map_err(|e| {
                 tracing::debug!("writing to the client failed: {e}");
                 self.close();
-                Error::Io(e)
+                Error::io("writing to the client", e)
             });
         }
         self.send(frame).await

@@ -228,3 +228,20 @@ async fn a_command_lines_stub_serves_that_line_only_and_a_programs_every_line_of
     assert_eq!(created.len(), 6, "{created:?}");
     assert!(!created.iter().any(|(p, a)| p == "git" && a == &["push"]));
 }
+
+#[tokio::test]
+async fn an_agent_binary_that_does_not_start_is_named_with_the_io_errors_kind() {
+    let missing = "/nonexistent/acp-test-agent";
+    let e = TestClient::builder()
+        .spawn(std::process::Command::new(missing))
+        .await
+        .unwrap_err();
+    assert!(e.is_not_found(), "{e:?}");
+    let shown = e.to_string();
+    assert!(
+        shown.starts_with(
+            "I/O error (NotFound): starting the agent `/nonexistent/acp-test-agent`: "
+        ),
+        "{shown}"
+    );
+}

@@ -411,7 +411,10 @@ async fn read_loop(r: impl AsyncRead + Unpin, wire: Arc<Wire>) {
             Ok(0) => break,
             Ok(_) => {}
             Err(e) => {
-                wire.problem(format!("reading the agent's output failed: {e}"));
+                wire.problem(format!(
+                    "reading the agent's output failed ({:?}): {e}",
+                    e.kind()
+                ));
                 break;
             }
         }
