@@ -2,8 +2,10 @@
 //!
 //! Shows: a tool that asks permission, then runs a command in the client's terminal with the
 //! live terminal embedded in the tool call; what happens on cancel (the tool's future is
-//! dropped, which kills and releases the terminal); and a clear fallback when the client has
-//! no terminal capability.
+//! dropped, which kills and releases the terminal); and a clear answer to the user, ending the
+//! turn normally, when the client has no terminal capability or refuses to run the command
+//! (`acp::Error::Refused`: editors refuse terminals they advertised, e.g. acpx unless the
+//! user approved terminal commands).
 //!
 //! Every prompt is a shell command: `ls -la`, `cargo test`, …
 //!
@@ -47,6 +49,15 @@ impl Shell {
                 terminal.release().await?;
             }
             Err(acp::Error::PermissionDenied) => cx.message("Okay, I won't run it.").await?,
+            // The editor advertised a terminal but would not run this command (its settings,
+            // a policy, its own prompt answered no). Not a failure of the turn: say so.
+            Err(refused @ acp::Error::Refused { .. }) => {
+                cx.message(format!(
+                    "The editor would not run it ({refused}). Allow terminal commands in its \
+                     settings, or run it yourself."
+                ))
+                .await?
+            }
             Err(e) => return Err(e),
         }
         Ok(StopReason::EndTurn)

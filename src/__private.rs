@@ -256,12 +256,12 @@ fn copy(e: &Error) -> Error {
             message: message.clone(),
             data: data.clone(),
         },
-        Error::Client {
+        Error::Refused {
             method,
             code,
             message,
             data,
-        } => Error::Client {
+        } => Error::Refused {
             method: method.clone(),
             code: *code,
             message: message.clone(),

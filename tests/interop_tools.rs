@@ -31,5 +31,6 @@ interop_scenarios!(TOOLS;
     model_bad_arguments,
     model_read_by_name,
     shell_cancel_releases_terminal,
+    shell_terminal_refused,
     shell_without_terminal,
 );

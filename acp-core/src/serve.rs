@@ -266,17 +266,66 @@ impl<A: Agent> Server<A> {
         conn.extensions.clear();
         drop(router);
         debug!(parent: &span, "connection closed");
-        read?;
+        read.map_err(|e| Error::io("reading the client's input", e))?;
         match written {
             Ok(result) => result.or_else(|e| {
                 // The client going away first is a normal way for a session to end.
                 if e.kind() == std::io::ErrorKind::BrokenPipe {
                     Ok(())
                 } else {
-                    Err(Error::Io(e))
+                    Err(Error::io("writing to the client", e))
                 }
             }),
             Err(join) => Err(Error::msg(format!("the writer task failed: {join}"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use super::*;
+
+    /// Input that fails at once, as a reset connection does.
+    struct Reset;
+
+    impl AsyncRead for Reset {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            _: &mut tokio::io::ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::ConnectionReset,
+                "reset by peer",
+            )))
+        }
+    }
+
+    struct Idle;
+
+    impl Agent for Idle {
+        async fn prompt(
+            &self,
+            _: &crate::Session,
+            _: crate::Prompt,
+        ) -> Result<crate::schema::StopReason> {
+            Ok(crate::schema::StopReason::EndTurn)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failing_input_is_an_io_error_of_its_kind_saying_it_was_the_clients_input() {
+        let e = serve(Idle, Reset, tokio::io::sink()).await.unwrap_err();
+        assert!(
+            matches!(&e, Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionReset),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "I/O error (ConnectionReset): reading the client's input: reset by peer"
+        );
     }
 }

@@ -399,7 +399,7 @@ async fn a_clients_error_is_the_clients() {
             held.respond_error(-32602, "no forms today");
         });
         let text = turn.unwrap().text();
-        assert!(text.starts_with("error Client {"), "{text}");
+        assert!(text.starts_with("error Refused {"), "{text}");
         assert!(
             text.contains("-32602") && text.contains("no forms today"),
             "{text}"

@@ -237,7 +237,7 @@ impl Peer {
             return written.map_err(|e| {
                 tracing::debug!("writing to the client failed: {e}");
                 self.close();
-                Error::Io(e)
+                Error::io("writing to the client", e)
             });
         }
         self.send(frame).await
@@ -363,7 +363,7 @@ impl Peer {
             () = self.closed.cancelled() => return Err(Error::ConnectionClosed),
         };
         let raw = answer.map_err(|failed| match failed {
-            Failed::Error(e) => Error::Client {
+            Failed::Error(e) => Error::Refused {
                 method: method.to_owned(),
                 code: e.code.into(),
                 message: e.message,

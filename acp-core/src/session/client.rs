@@ -132,7 +132,7 @@ impl Client {
 
     /// Sends the client an extension request (a method starting with `_`, e.g.
     /// `_zed.dev/workspace/buffers`) and returns its result. A client that does not know the
-    /// method answers `-32601`: [`Error::Client`], with that code. Reached from a prompt
+    /// method answers `-32601`: [`Error::Refused`], with that code. Reached from a prompt
     /// turn, the request fails with [`Error::Cancelled`] when the turn is cancelled.
     pub async fn ext_request<P: Serialize, R: DeserializeOwned>(
         &self,

@@ -28,7 +28,8 @@ impl Session {
 /// further says so explicitly with [`Fs::unrestricted`].
 ///
 /// Each method fails with [`Error::Unsupported`], without sending anything, when the client
-/// did not advertise the matching `fs` capability.
+/// did not advertise the matching `fs` capability, and with [`Error::Refused`] when the
+/// client answers with an error (a missing file: [`Error::is_not_found`]).
 ///
 /// ```no_run
 /// # async fn demo(cx: &acp_core::Session) -> acp_core::Result<()> {

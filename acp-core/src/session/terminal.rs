@@ -12,7 +12,9 @@ use crate::{Error, Result};
 /// its output live.
 ///
 /// Every method fails with [`Error::Unsupported`], without sending anything, when the client
-/// did not advertise the `terminal` capability.
+/// did not advertise the `terminal` capability, and with [`Error::Refused`] when it did but
+/// answers with an error (editors refuse terminals they advertised: match it to tell the user
+/// instead of failing the turn).
 ///
 /// ```no_run
 /// # async fn demo(cx: &acp_core::Session) -> acp_core::Result<()> {

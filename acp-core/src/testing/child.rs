@@ -64,7 +64,8 @@ impl Child {
         let data_dir = if command.get_envs().any(|(key, _)| key == "ACP_DATA_DIR") {
             None
         } else {
-            let dir = temporary_data_dir().map_err(Error::Io)?;
+            let dir = temporary_data_dir()
+                .map_err(|e| Error::io("creating the agent's data directory", e))?;
             command.env("ACP_DATA_DIR", &dir);
             Some(dir)
         };
@@ -72,9 +73,10 @@ impl Child {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = command
-            .spawn()
-            .map_err(|e| Error::msg(format!("starting the agent failed: {e}")))?;
+        let mut child = command.spawn().map_err(|e| {
+            let program = command.get_program().to_string_lossy().into_owned();
+            Error::io(format!("starting the agent `{program}`"), e)
+        })?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -87,7 +89,7 @@ impl Child {
             Err(e) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(Error::msg(format!("the agent's pipes failed: {e}")));
+                return Err(Error::io("piping the agent's stdio", e));
             }
         };
         let kill = Arc::new(AtomicBool::new(false));
@@ -98,7 +100,7 @@ impl Child {
             .spawn(move || {
                 let _ = tx.send(watch(child, &flag));
             })
-            .map_err(Error::Io)?;
+            .map_err(|e| Error::io("starting the agent's watcher thread", e))?;
         let child = Child {
             kill,
             exited: Some(exited),
@@ -121,7 +123,7 @@ impl Child {
             .await
             .map_err(|_| Error::msg("the agent's watcher thread stopped"))?;
         self.exited = None;
-        status.map_err(Error::Io)
+        status.map_err(|e| Error::io("waiting for the agent to exit", e))
     }
 }
 

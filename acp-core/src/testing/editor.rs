@@ -70,8 +70,11 @@ impl MemoryFs {
 }
 
 /// The terminal the test client pretends to run: every command "prints" `output` and exits
-/// with `exit_code`, unless it is set to [`hang`](TerminalStub::hang) until killed; a command
-/// given its own stub with [`command`](TerminalStub::command) behaves as that one says.
+/// with `exit_code`, unless it is set to [`hang`](TerminalStub::hang) until killed or the
+/// editor [`refuse`](TerminalStub::refuse)s to run it; a command given its own stub with
+/// [`command`](TerminalStub::command) behaves as that one says: a stub for a program (`git`)
+/// serves every command line of that program, a stub for a whole command line
+/// (`git status`) only that one, and takes precedence.
 ///
 /// ```
 /// use acp_core::testing::TerminalStub;
@@ -80,6 +83,9 @@ impl MemoryFs {
 ///     .output("command not found")
 ///     .exit_code(127)
 ///     .command("cargo", TerminalStub::new().output("test result: ok"))
+///     .command("git", TerminalStub::new().output("ok"))
+///     .command("git status", TerminalStub::new().output("nothing to commit"))
+///     .command("git push", TerminalStub::new().refuse())
 ///     .command("sleep", TerminalStub::new().hang());
 /// ```
 #[derive(Debug, Clone, Default)]
@@ -87,6 +93,7 @@ pub struct TerminalStub {
     output: String,
     exit_code: u32,
     hang: bool,
+    refuse: bool,
     commands: HashMap<String, TerminalStub>,
 }
 
@@ -117,25 +124,61 @@ impl TerminalStub {
         self
     }
 
-    /// How the command `command` (its program, as the agent names it in `terminal/create`)
-    /// behaves, instead of this stub's default.
+    /// The editor refuses to run the commands: `terminal/create` is answered with an error,
+    /// although the client advertises the `terminal` capability. The error is the one acpx
+    /// answers when terminal commands are not approved: `-32603 Internal error` with
+    /// `{"details": "Permission denied for terminal/create"}` as its `data`. The agent sees [`Error::Refused`](crate::Error::Refused). For another
+    /// error, [hold](super::TestClientBuilder::hold) `terminal/create` and answer it by hand.
+    ///
+    /// ```
+    /// use acp_core::testing::TerminalStub;
+    ///
+    /// // Every command refused, as acpx does by default.
+    /// let terminal = TerminalStub::new().refuse();
+    /// ```
     #[must_use]
-    pub fn command(mut self, command: impl Into<String>, stub: TerminalStub) -> Self {
-        self.commands.insert(command.into(), stub);
+    pub fn refuse(mut self) -> Self {
+        self.refuse = true;
         self
     }
 
-    /// The stub a command runs with.
-    fn for_command(&self, command: &str) -> &TerminalStub {
-        self.commands.get(command).unwrap_or(self)
+    /// How `command` behaves, instead of this stub's default. `command` is either a program,
+    /// as the agent names it in `terminal/create` (`"git"`: every command line of that
+    /// program), or a whole command line, the program and its arguments separated by spaces
+    /// (`"git status"`: that command line only, arguments compared exactly; `sh -c "git
+    /// status"` is `"sh -c git status"`). A command line's stub is preferred to its
+    /// program's.
+    #[must_use]
+    pub fn command(mut self, command: impl AsRef<str>, stub: TerminalStub) -> Self {
+        self.commands.insert(words(command.as_ref()), stub);
+        self
     }
+
+    /// The stub `program` run with `args` runs with.
+    fn for_command(&self, program: &str, args: &[String]) -> &TerminalStub {
+        let line = words(
+            &std::iter::once(program)
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+        self.commands
+            .get(&line)
+            .or_else(|| self.commands.get(program))
+            .unwrap_or(self)
+    }
+}
+
+/// `line` with its words separated by single spaces.
+fn words(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[derive(Debug, Default)]
 pub(super) struct TerminalLog {
     pub created: Vec<(String, Vec<String>)>,
-    /// The command each terminal runs, by id.
-    commands: HashMap<String, String>,
+    /// The command each terminal runs (program, args), by id.
+    commands: HashMap<String, (String, Vec<String>)>,
     pub killed: Vec<String>,
     pub released: Vec<String>,
     exit_waiters: HashMap<String, Vec<oneshot::Sender<()>>>,
@@ -154,11 +197,11 @@ impl Editor {
     /// Whether terminal `id` was killed, and the stub its command runs with.
     fn stub_of(&self, id: &str) -> (bool, TerminalStub) {
         let log = lock(&self.terminals);
-        let command = log.commands.get(id).map(String::as_str).unwrap_or_default();
-        (
-            log.killed.iter().any(|k| k == id),
-            self.terminal.for_command(command).clone(),
-        )
+        let stub = match log.commands.get(id) {
+            Some((program, args)) => self.terminal.for_command(program, args),
+            None => &self.terminal,
+        };
+        (log.killed.iter().any(|k| k == id), stub.clone())
     }
 
     pub fn new(fs: MemoryFs, terminal: TerminalStub, permissions: PermissionPolicy) -> Self {
@@ -206,7 +249,10 @@ impl Editor {
                     };
                     Ok(json!({"content": content}))
                 }
-                None => Err((-32002, format!("Resource not found: {}", str_param("path")))),
+                None => Err(json!({
+                    "code": -32002,
+                    "message": format!("Resource not found: {}", str_param("path")),
+                })),
             },
             "fs/write_text_file" => {
                 self.fs.write(str_param("path"), str_param("content"));
@@ -214,14 +260,25 @@ impl Editor {
             }
             "session/request_permission" => self.permission(&params)?,
             "terminal/create" => {
-                let mut log = lock(&self.terminals);
-                let id = format!("term_{}", log.created.len());
-                let args = params
+                let program = str_param("command");
+                let args: Vec<String> = params
                     .get("args")
                     .and_then(|a| serde_json::from_value(a.clone()).ok())
                     .unwrap_or_default();
-                log.commands.insert(id.clone(), str_param("command"));
-                log.created.push((str_param("command"), args));
+                if self.terminal.for_command(&program, &args).refuse {
+                    // What acpx answers: an exception thrown in a handler of the official
+                    // TypeScript SDK, which answers it as `Internal error` with details.
+                    return Some(Err(json!({
+                        "code": -32603,
+                        "message": "Internal error",
+                        "data": {"details": "Permission denied for terminal/create"},
+                    })));
+                }
+                let mut log = lock(&self.terminals);
+                let id = format!("term_{}", log.created.len());
+                log.commands
+                    .insert(id.clone(), (program.clone(), args.clone()));
+                log.created.push((program, args));
                 Ok(json!({"terminalId": id}))
             }
             "terminal/output" => {
@@ -273,7 +330,7 @@ impl Editor {
                 }
                 Ok(json!({}))
             }
-            other => Err((-32601, format!("method not found: {other}"))),
+            other => Err(json!({"code": -32601, "message": format!("method not found: {other}")})),
         })
     }
 
@@ -303,5 +360,5 @@ impl Editor {
     }
 }
 
-/// The editor's answer to one request: a result, or an error code and message.
-pub(super) type Answer = std::result::Result<Value, (i32, String)>;
+/// The editor's answer to one request: a result, or a JSON-RPC error object.
+pub(super) type Answer = std::result::Result<Value, Value>;

@@ -7,6 +7,8 @@
 //! up one prompt turn for assertions.
 //!
 //! For tests that need more control than a whole turn:
+//! - start a prompt without waiting ([`TestSession::start_prompt`]), do what the test needs
+//!   while it runs, and sum it up as the same [`Turn`] when it ends ([`TestSession::finish`]);
 //! - [`TestClientBuilder::hold`] a method and answer its requests by hand
 //!   ([`TestClient::next_request`] → [`HeldRequest`]), e.g. to check what the agent does while
 //!   it waits for a permission answer;
@@ -66,7 +68,7 @@
 //! | --- | --- |
 //! | `mod.rs` | [`TestClient`]: requests, raw frames, the read cursor, waits, closing |
 //! | `builder.rs` | [`TestClientBuilder`]: capabilities, held methods, deadline, how the agent runs |
-//! | `session.rs` | [`TestSession`]: prompt turns, cancellation, waiting for updates |
+//! | `session.rs` | [`TestSession`]: prompt turns (awaited, or started and finished), cancellation, waiting for updates |
 //! | `held.rs` | [`HeldRequest`]: an agent request the test answers by hand |
 //! | `editor.rs` | the fake editor: [`MemoryFs`], [`PermissionPolicy`], [`TerminalStub`] |
 //! | `wire.rs` | the pipe loops, transcript and cursor, deadlines, malformed-output checks |

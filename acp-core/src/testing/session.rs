@@ -1,6 +1,6 @@
 //! [`TestSession`]: one session of a [`TestClient`](super::TestClient): prompt turns (waited
-//! for and summed up as a [`Turn`], or started and followed frame by frame), cancellation,
-//! and waiting for its updates.
+//! for, or started and followed frame by frame, and summed up as a [`Turn`] either way),
+//! cancellation, and waiting for its updates.
 
 use serde_json::{Value, json};
 
@@ -36,13 +36,63 @@ impl TestSession<'_> {
     }
 
     /// Sends a text prompt without waiting for the turn, and returns the request's id: follow
-    /// the turn with [`TestClient::next_frame`] (its answer is among the frames) or wait for
-    /// the answer with [`TestClient::wait_for_response`].
+    /// the turn with [`TestClient::next_frame`] or [`TestClient::next_request`] (to answer a
+    /// [held](super::TestClientBuilder::hold) request), then sum it up with
+    /// [`finish`](Self::finish), which waits for the answer and returns the same [`Turn`] as
+    /// [`prompt`](Self::prompt).
     pub fn start_prompt(&self, text: &str) -> Value {
+        self.start_prompt_blocks(json!([{"type": "text", "text": text}]))
+    }
+
+    /// [`start_prompt`](Self::start_prompt) with a prompt made of raw content blocks.
+    pub fn start_prompt_blocks(&self, blocks: Value) -> Value {
         self.client.send_request(
             "session/prompt",
-            json!({"sessionId": self.id, "prompt": [{"type": "text", "text": text}]}),
+            json!({"sessionId": self.id, "prompt": blocks}),
         )
+    }
+
+    /// Waits for the end of the turn started with [`start_prompt`](Self::start_prompt) (`id`
+    /// is what it returned) and sums it up: the same [`Turn`] as [`prompt`](Self::prompt)
+    /// returns, with every update of the turn, whether or not the test already read them with
+    /// [`TestClient::next_frame`]. The answer is taken: `next_frame` does not return it after
+    /// this (unless it already did).
+    ///
+    /// ```
+    /// use acp_core::schema::{PermissionOption, PermissionOptionKind, StopReason};
+    /// use acp_core::testing::TestClient;
+    /// use acp_core::{Agent, Prompt, Result, Session};
+    ///
+    /// struct Careful;
+    /// impl Agent for Careful {
+    ///     async fn prompt(&self, cx: &Session, _prompt: Prompt) -> Result<StopReason> {
+    ///         let allow = PermissionOption::new("yes", "Yes", PermissionOptionKind::AllowOnce);
+    ///         let call = cx.tool_call("Delete the build").start().await?;
+    ///         call.request_permission(vec![allow]).await?;
+    ///         call.complete(vec![]).await?;
+    ///         cx.message("deleted").await?;
+    ///         Ok(StopReason::EndTurn)
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<()> {
+    /// let client = TestClient::builder()
+    ///     .hold("session/request_permission")
+    ///     .connect(Careful)
+    ///     .await?;
+    /// let session = client.new_session().await?;
+    /// let id = session.start_prompt("clean up");
+    /// client.next_request("session/request_permission").await?.select("yes");
+    /// let turn = session.finish(&id).await?;
+    /// assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    /// assert_eq!(turn.text(), "deleted");
+    /// assert_eq!(turn.permission_requests().len(), 1);
+    /// # Ok(()) }
+    /// ```
+    pub async fn finish(&self, id: &Value) -> Result<Turn> {
+        let (answer, start, end) = self.client.wire.answer_to(id).await?;
+        Ok(self.turn(answer, start, end))
     }
 
     /// Sends a prompt made of raw content blocks and waits for the turn to end.
@@ -55,7 +105,13 @@ impl TestSession<'_> {
                 json!({"sessionId": self.id, "prompt": blocks}),
             )
             .await?;
-        let frames = wire.frames_since(start);
+        Ok(self.turn(answer, start, end))
+    }
+
+    /// The turn whose prompt is at transcript index `start` (or later) and whose `answer` is
+    /// at `end`.
+    fn turn(&self, answer: Result<Value>, start: usize, end: usize) -> Turn {
+        let frames = self.client.wire.frames_since(start);
         let updates = frames
             .iter()
             .enumerate()
@@ -64,12 +120,12 @@ impl TestSession<'_> {
             .filter(|n| n.session_id == self.id)
             .map(|n| n.update)
             .collect();
-        Ok(Turn {
+        Turn {
             session: self.id.clone(),
             answer,
             updates,
             frames,
-        })
+        }
     }
 
     /// Sends `session/cancel` for this session now.

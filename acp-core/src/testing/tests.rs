@@ -116,3 +116,132 @@ async fn held_requests_are_handed_over_in_order_and_answered_by_hand() {
     let refused = client.next_request("session/request_permission").await;
     assert!(refused.unwrap_err().to_string().contains("hold"));
 }
+
+/// A session `s1` opened on a hand-played agent.
+async fn session_on<'a>(client: &'a TestClient, agent: &mut HandAgent) -> super::TestSession<'a> {
+    let (session, ()) = tokio::join!(client.new_session(), async {
+        let new = agent.read().await;
+        let answer = json!({"jsonrpc": "2.0", "id": new["id"], "result": {"sessionId": "s1"}});
+        agent.write(&format!("{answer}\n")).await;
+    });
+    session.unwrap()
+}
+
+fn chunk(session: &str, text: &str) -> String {
+    let update = json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+        "sessionId": session,
+        "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}},
+    }});
+    format!("{update}\n")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_started_prompt_finishes_as_the_same_turn_an_awaited_one_gives() {
+    let (client, mut agent) = attached(TestClient::builder()).await;
+    let session = session_on(&client, &mut agent).await;
+    let id = session.start_prompt("hi");
+    let prompt = agent.read().await;
+    assert_eq!(prompt["id"], id);
+    agent.write(&chunk("s1", "a")).await;
+    // The test follows the turn frame by frame for a while…
+    let first = client.next_frame().await.unwrap();
+    assert!(first.session_update().is_some());
+    agent.write(&chunk("other", "not ours")).await;
+    agent.write(&chunk("s1", "b")).await;
+    let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": "end_turn"}});
+    agent.write(&format!("{answer}\n")).await;
+    agent.write(&chunk("s1", "after the answer")).await;
+    // …then sums it up: every update of the session before the answer, read or not.
+    let turn = session.finish(&id).await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(crate::schema::StopReason::EndTurn));
+    assert_eq!(turn.text(), "ab");
+    assert!(turn.frames()[0].method() == Some("session/prompt"));
+    // The answer was taken; the other frames are still unread.
+    let unread = client.take_unread();
+    assert_eq!(unread.len(), 3, "{unread:?}");
+    assert!(unread.iter().all(|f| !f.is_response_to(&id)), "{unread:?}");
+
+    // An error answer is the turn's error, as for `prompt`.
+    let id = session.start_prompt("again");
+    agent.read().await;
+    let failed = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "boom"}});
+    agent.write(&format!("{failed}\n")).await;
+    let turn = session.finish(&id).await.unwrap();
+    assert_eq!(turn.error_code(), Some(-32603));
+    assert_eq!(turn.text(), "");
+}
+
+/// Runs the prompt as a command line in the client's terminal and says what came of it.
+struct Runs;
+
+impl crate::Agent for Runs {
+    async fn prompt(
+        &self,
+        cx: &crate::Session,
+        prompt: crate::Prompt,
+    ) -> crate::Result<crate::schema::StopReason> {
+        let text = prompt.text();
+        let mut words = text.split_whitespace();
+        let program = words.next().unwrap_or_default().to_owned();
+        let reply = match cx.terminal().create(program, words).await {
+            Ok(terminal) => {
+                let status = terminal.wait_for_exit().await?;
+                let output = terminal.output().await?.output;
+                format!("{output} ({:?})", status.exit_code)
+            }
+            Err(crate::Error::Refused { .. }) => "refused".to_owned(),
+            Err(e) => return Err(e),
+        };
+        cx.message(reply).await?;
+        Ok(crate::schema::StopReason::EndTurn)
+    }
+}
+
+#[tokio::test]
+async fn a_command_lines_stub_serves_that_line_only_and_a_programs_every_line_of_it() {
+    use super::TerminalStub;
+    let stub = TerminalStub::new()
+        .output("default")
+        .command("git", TerminalStub::new().output("any git").exit_code(1))
+        .command("git  status", TerminalStub::new().output("clean"))
+        .command("git push", TerminalStub::new().refuse());
+    let client = TestClient::builder()
+        .terminal(stub)
+        .connect(Runs)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    for (line, expected) in [
+        ("ls -la", "default (Some(0))"),
+        ("git log", "any git (Some(1))"),
+        ("git", "any git (Some(1))"),
+        ("git status", "clean (Some(0))"),
+        ("git status -s", "any git (Some(1))"),
+        ("git push", "refused"),
+        ("git push --force", "any git (Some(1))"),
+    ] {
+        let turn = session.prompt(line).await.unwrap();
+        assert_eq!(turn.text(), expected, "{line}");
+    }
+    // A refused command line created no terminal.
+    let created = client.terminals_created();
+    assert_eq!(created.len(), 6, "{created:?}");
+    assert!(!created.iter().any(|(p, a)| p == "git" && a == &["push"]));
+}
+
+#[tokio::test]
+async fn an_agent_binary_that_does_not_start_is_named_with_the_io_errors_kind() {
+    let missing = "/nonexistent/acp-test-agent";
+    let e = TestClient::builder()
+        .spawn(std::process::Command::new(missing))
+        .await
+        .unwrap_err();
+    assert!(e.is_not_found(), "{e:?}");
+    let shown = e.to_string();
+    assert!(
+        shown.starts_with(
+            "I/O error (NotFound): starting the agent `/nonexistent/acp-test-agent`: "
+        ),
+        "{shown}"
+    );
+}

@@ -311,22 +311,31 @@ impl Wire {
             })
             .await?;
         self.check()?;
-        let answer = match message.get_mut("error") {
-            Some(error) => {
-                let error: crate::schema::Error = serde_json::from_value(error.take())
-                    .map_err(|e| Error::msg(format!("malformed error answer: {e}")))?;
-                Err(Error::Rpc {
-                    code: error.code.into(),
-                    message: error.message,
-                    data: error.data,
-                })
-            }
-            None => Ok(message
-                .get_mut("result")
-                .map(Value::take)
-                .unwrap_or(Value::Null)),
-        };
-        Ok((answer, index))
+        Ok((answer_of(&mut message)?, index))
+    }
+
+    /// Waits (under the deadline) for the agent's answer to the client's request `id` (one
+    /// sent without waiting), and takes it as [`request`](Self::request) does: the read cursor
+    /// skips it from now on. Returns the answer, the transcript index of the request (the
+    /// first frame with that id sent to the agent) and that of the answer.
+    pub async fn answer_to(&self, id: &Value) -> Result<(Result<Value>, usize, usize)> {
+        let what = format!("the answer to the request with id {id}");
+        let (start, mut message, index) = self
+            .poll_until(&what, || {
+                let t = lock(&self.transcript);
+                let start = t.iter().position(|f| {
+                    f.direction == Direction::ToAgent
+                        && f.method().is_some()
+                        && f.message.get("id") == Some(id)
+                })?;
+                let index = (start..t.len()).find(|i| {
+                    t[*i].direction == Direction::FromAgent && t[*i].is_response_to(id)
+                })?;
+                lock(&self.answered).insert(index);
+                Some((start, t[index].message.clone(), index))
+            })
+            .await?;
+        Ok((answer_of(&mut message)?, start, index))
     }
 
     /// Waits (under the deadline) until a recorded frame satisfies `pred`; returns it.
@@ -358,6 +367,25 @@ impl Wire {
     }
 }
 
+/// A response's `result`, or its `error` as [`Error::Rpc`].
+fn answer_of(message: &mut Value) -> Result<Result<Value>> {
+    Ok(match message.get_mut("error") {
+        Some(error) => {
+            let error: crate::schema::Error = serde_json::from_value(error.take())
+                .map_err(|e| Error::msg(format!("malformed error answer: {e}")))?;
+            Err(Error::Rpc {
+                code: error.code.into(),
+                message: error.message,
+                data: error.data,
+            })
+        }
+        None => Ok(message
+            .get_mut("result")
+            .map(Value::take)
+            .unwrap_or(Value::Null)),
+    })
+}
+
 async fn write_loop(
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
     mut w: impl AsyncWrite + Unpin,
@@ -383,7 +411,10 @@ async fn read_loop(r: impl AsyncRead + Unpin, wire: Arc<Wire>) {
             Ok(0) => break,
             Ok(_) => {}
             Err(e) => {
-                wire.problem(format!("reading the agent's output failed: {e}"));
+                wire.problem(format!(
+                    "reading the agent's output failed ({:?}): {e}",
+                    e.kind()
+                ));
                 break;
             }
         }
@@ -457,9 +488,7 @@ async fn received(wire: &Arc<Wire>, line: &[u8]) {
                 if let Some(answer) = wire.editor.answer(&method, params).await {
                     let frame = match answer {
                         Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                        Err((code, message)) => {
-                            json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
-                        }
+                        Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
                     };
                     wire.send(Outgoing::json(frame));
                 }

@@ -44,6 +44,7 @@ class Fixture {
     this.checks = checks;
     this.workdir = mkdtempSync(join(tmpdir(), "acp-interop-tools-"));
     this.permissionPolicy = "allow_once"; // the option kind the client selects
+    this.refuseTerminals = false; // terminal/create throws, as acpx does by default
     this.permissionCalls = []; // params of session/request_permission
     this.fsCalls = []; // {method, params}
     this.terminalCalls = []; // {method, params}
@@ -100,6 +101,8 @@ class Fixture {
     // agent kills or releases it.
     app.onRequest("terminal/create", ({ params }) => {
       this.terminalCalls.push({ method: "terminal/create", params });
+      // acpx's refusal: a plain exception, which the SDK answers -32603 with data.details.
+      if (this.refuseTerminals) throw new Error("Permission denied for terminal/create");
       const terminalId = `term-${this.nextTerminal++}`;
       let finish;
       const exit = new Promise((resolve) => (finish = resolve));
@@ -568,6 +571,48 @@ scenario(
       );
       c.equal(fx.permissionCalls.length, 1, "session/request_permission calls");
     });
+  },
+);
+
+scenario(
+  "shell_terminal_refused",
+  "shell with a client that advertises a terminal but refuses terminal/create (throws, as acpx does unless terminal commands are approved): the call ends failed, a message tells the user what the editor said, stopReason end_turn (not a -32603 error)",
+  async ({ fx, c }) => {
+    const command = "git status";
+    fx.permissionPolicy = "allow_once";
+    fx.refuseTerminals = true;
+    await fx.run("shell", async (ctx, agent) => {
+      const sid = await fx.initialize(ctx, FS_AND_TERMINAL);
+      const res = await withTimeout(fx.prompt(ctx, sid, command), WAIT_MS, "prompt answer");
+      c.equal(res.stopReason, "end_turn", "stopReason");
+      const turn = turnOf(agent, sid, command);
+      c.equal(
+        turn.labels,
+        [
+          "tool_call#1 pending",
+          "request_permission#1",
+          "tool_call_update#1 in_progress",
+          "request terminal/create",
+          "tool_call_update#1 failed [text]",
+          "message",
+          "answer end_turn",
+        ],
+        "exact frame sequence of the turn",
+      );
+      const create = agent.tap.clientFrames().find((f) => !("method" in f.msg) && f.msg.error);
+      c.equal(
+        [create?.msg.error?.code, create?.msg.error?.data?.details],
+        [-32603, "Permission denied for terminal/create"],
+        "the SDK's answer to terminal/create [code, data.details]",
+      );
+      const text = messageText(turn);
+      c.check(
+        text.startsWith("The editor would not run it") && text.includes("Permission denied for terminal/create"),
+        `the message tells the user what the editor said: ${JSON.stringify(text)}`,
+      );
+    });
+    c.equal(fx.terminalCalls.map((x) => x.method), ["terminal/create"], "terminal handler invocations on the client");
+    c.equal(fx.terminals.size, 0, "terminals created");
   },
 );
 
