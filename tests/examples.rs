@@ -623,3 +623,8 @@ async fn bench_without_fs_or_terminal_answers_an_unknown_prompt_with_its_usage()
 async fn mcp_without_fs_or_terminal_lists_its_own_tool() {
     answers_without_fs_or_terminal("mcp", "tools", "say").await;
 }
+
+// ---- the examples' sessions reloaded ----
+
+#[path = "examples/history.rs"]
+mod history;

@@ -61,7 +61,8 @@ pub trait Agent: Send + Sync + 'static {
     }
 
     /// The slash commands the agent runs itself ([`run_command`](Agent::run_command)),
-    /// advertised right after a session is created or reopened.
+    /// advertised right after a session is created or resumed, and at the end of the replay
+    /// of a loaded one.
     fn commands(&self) -> Vec<AvailableCommand> {
         Vec::new()
     }
