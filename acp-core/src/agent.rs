@@ -43,7 +43,8 @@ pub trait Agent: Send + Sync + 'static {
     }
 
     /// The capabilities advertised in `initialize`, beside those the runtime adds itself
-    /// (the session history methods with a store, `session/close`, MCP transports).
+    /// (the session history methods with a store, `session/close`, `additionalDirectories`,
+    /// MCP transports).
     ///
     /// `loadSession: true` routes `session/load` to [`load_session`](Agent::load_session)
     /// when sessions are not recorded; prompt capabilities (image, audio, embedded context)

@@ -4,7 +4,12 @@
 // - `session/load` replays the conversation and then answers; nothing follows the answer for
 //   the session (the slash commands of `modes` and `tour` close the replay instead), in a
 //   fresh agent process and in the one that recorded the session;
-// - `session/resume` sends nothing for the session before its answer (the commands after it).
+// - `session/resume` sends nothing for the session before its answer (the commands after it);
+// - `additionalDirectories`: advertised (`sessionCapabilities.additionalDirectories`), sent by
+//   the SDK's own session builder (`withAdditionalDirectories`), and honoured end to end by the
+//   `workspace` example: a file in the additional root is read and written through the
+//   client's fs handlers on a real directory, one outside every root is refused with a message
+//   naming it and the roots, the client never asked.
 //
 // A round trip after the answer (`session/list`) is the barrier: the agent writes its frames
 // in order, so anything the load still sent would come before the list's answer. Every agent
@@ -15,8 +20,11 @@
 //
 // Exit status: 0 when every selected scenario passed, 1 otherwise, 2 on usage errors.
 
-import { runCli, scenario } from "./lib/harness.mjs";
-import { Fixture, clientCapabilities, labelOf } from "./lib/peer.mjs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import * as acp from "@agentclientprotocol/sdk";
+import { WAIT_MS, runCli, scenario, withTimeout } from "./lib/harness.mjs";
+import { Fixture, clientCapabilities, labelOf, same, updatesIn } from "./lib/peer.mjs";
 
 /** How each example opens a session: tour signs in first. */
 async function open(example, peer) {
@@ -103,12 +111,94 @@ scenario(
   },
 );
 
+/**
+ * Client handlers serving the fs methods from the real disk and allowing every permission
+ * request once; each request is recorded in `asked` (paths, tool call titles).
+ */
+function diskClient(asked) {
+  return (app) => {
+    app.onRequest("fs/read_text_file", ({ params }) => {
+      asked.push(`read ${params.path}`);
+      try {
+        return { content: readFileSync(params.path, "utf8") };
+      } catch {
+        throw acp.RequestError.resourceNotFound(params.path);
+      }
+    });
+    app.onRequest("fs/write_text_file", ({ params }) => {
+      asked.push(`write ${params.path}`);
+      writeFileSync(params.path, params.content);
+      return {};
+    });
+    app.onRequest("session/request_permission", ({ params }) => {
+      asked.push(`permission ${params.toolCall.title}`);
+      const allow = params.options.find((o) => o.kind === "allow_once") ?? params.options[0];
+      return { outcome: { outcome: "selected", optionId: allow.optionId } };
+    });
+  };
+}
+
+scenario(
+  "additional_directories",
+  "workspace advertises sessionCapabilities.additionalDirectories; a session the SDK starts with buildSession(cwd).withAdditionalDirectories([shared]) has both roots, reads a file in the additional root and writes one there (after permission) through the client; a file outside every root is refused with a message naming it and the roots, the client never asked; session/list reports the root; loaded without it (a fresh process), the root is out of bounds",
+  async ({ fx, c }) => {
+    const [project, shared, outside] = ["project", "shared", "outside"].map((d) => join(fx.dataDir, d));
+    for (const dir of [project, shared, outside]) mkdirSync(dir, { recursive: true });
+    writeFileSync(join(shared, "README.md"), "# lib\nshared code\n");
+    writeFileSync(join(outside, "secret.txt"), "hunter2");
+    const secret = join(outside, "secret.txt");
+    const fsCaps = { fs: { readTextFile: true, writeTextFile: true }, terminal: false };
+    const refusal = (roots) => `\`${secret}\` is outside the session's directories (${roots.map((r) => `\`${r}\``).join(", ")})`;
+    const asked = [];
+    let sessionId;
+    await fx.run("workspace", { name: "workspace A", handlers: diskClient(asked) }, async (peer) => {
+      const { wire } = await peer.initialize(fsCaps);
+      same(c, wire.agentCapabilities?.sessionCapabilities?.additionalDirectories, {}, "initialize: sessionCapabilities.additionalDirectories");
+      const session = await withTimeout(peer.ctx.buildSession(project).withAdditionalDirectories([shared]).start(), WAIT_MS, "buildSession(..).withAdditionalDirectories(..).start()");
+      sessionId = session.sessionId;
+      const sent = peer.tap.clientFrames().find((f) => f.msg.method === "session/new");
+      same(c, sent?.msg.params?.additionalDirectories, [shared], "session/new: additionalDirectories as the SDK sent them");
+      c.equal((await peer.prompt(sessionId, "roots")).text, `${project}\n${shared}`, "roots");
+
+      const read = await peer.prompt(sessionId, `read ${join(shared, "README.md")}`);
+      c.equal(read.text, "# lib\nshared code\n", "a file in the additional root, read through the client");
+      c.equal(read.labels, ["update tool_call", "update tool_call_update", "request fs/read_text_file", "update tool_call_update", "update agent_message_chunk", "answer end_turn"], "frames of the read");
+      const notes = join(shared, "NOTES.md");
+      const append = await peer.prompt(sessionId, `append ${notes} from the client`);
+      c.equal(append.text, `Added to \`${notes}\`.`, "append in the additional root");
+      c.equal(readFileSync(notes, "utf8"), "from the client\n", "the file the client wrote in the additional root");
+      same(c, asked, [`read ${join(shared, "README.md")}`, `read ${notes}`, `permission Write ${notes}`, `read ${notes}`, `write ${notes}`], "what the client was asked");
+
+      const before = asked.length;
+      const refused = await peer.prompt(sessionId, `read ${secret}`);
+      c.check(refused.text.includes(refusal([project, shared])), `the refusal names the path and the roots: ${JSON.stringify(refused.text)}`);
+      const calls = updatesIn(refused.between).filter((u) => u.sessionUpdate.startsWith("tool_call"));
+      c.equal(calls.at(-1)?.status, "failed", "the refused read's tool call ends failed");
+      c.equal(refused.answer.msg.result?.stopReason, "end_turn", "the refused read ends the turn normally");
+      same(c, asked.slice(before), [], "what the client was asked for the file outside every root");
+
+      const listed = (await peer.call("session/list", {})).wire.sessions?.find((s) => s.sessionId === sessionId);
+      same(c, listed?.additionalDirectories, [shared], "session/list: the session's additionalDirectories");
+      session.dispose();
+    });
+    await fx.run("workspace", { name: "workspace B", handlers: diskClient(asked) }, async (peer) => {
+      await peer.initialize(fsCaps);
+      await peer.call("session/load", { sessionId, cwd: project, mcpServers: [] }, "session/load without additionalDirectories");
+      c.equal((await peer.prompt(sessionId, "roots")).text, project, "roots after a load without additionalDirectories");
+      const before = asked.length;
+      const refused = await peer.prompt(sessionId, `read ${join(shared, "README.md")}`);
+      c.check(refused.text.includes("outside the session's directories"), `the old root is out of bounds: ${JSON.stringify(refused.text)}`);
+      same(c, asked.slice(before), [], "what the client was asked after the load");
+    });
+  },
+);
+
 // ---------------------------------------------------------------------------
 
 runCli({
   script: "conformance.mjs",
   targetArg: "examples-dir",
-  title: "ACP conformance rules (load ordering)",
+  title: "ACP conformance rules (load ordering, additional directories)",
   targetLabel: "examples",
   fixture: (examplesDir, validator, checks) => new Fixture(examplesDir, validator, checks, "acp-interop-conformance"),
   multiline: true,
