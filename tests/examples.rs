@@ -13,6 +13,9 @@ use serde_json::{Value, json};
 #[path = "../examples/echo.rs"]
 #[allow(dead_code)]
 mod echo;
+#[path = "../examples/mcp.rs"]
+#[allow(dead_code)]
+mod mcp;
 #[path = "../examples/model.rs"]
 #[allow(dead_code)]
 mod model;
@@ -641,3 +644,8 @@ mod history;
 
 #[path = "examples/roots.rs"]
 mod roots;
+
+// ---- mcp: against a real MCP server ----
+
+#[path = "examples/mcp_servers.rs"]
+mod mcp_servers;
