@@ -13,6 +13,9 @@ use serde_json::{Value, json};
 #[path = "../examples/echo.rs"]
 #[allow(dead_code)]
 mod echo;
+#[path = "../examples/mcp.rs"]
+#[allow(dead_code)]
+mod mcp;
 #[path = "../examples/model.rs"]
 #[allow(dead_code)]
 mod model;
@@ -28,6 +31,9 @@ mod scribe;
 #[path = "../examples/shell.rs"]
 #[allow(dead_code)]
 mod shell;
+#[path = "../examples/workspace.rs"]
+#[allow(dead_code)]
+mod workspace;
 
 use ToolCallStatus::{Completed, Failed, InProgress, Pending};
 
@@ -620,6 +626,26 @@ async fn bench_without_fs_or_terminal_answers_an_unknown_prompt_with_its_usage()
 }
 
 #[tokio::test]
+async fn workspace_without_fs_or_terminal_explains_it_cannot_read() {
+    answers_without_fs_or_terminal("workspace", "read README.md", "no fs.readTextFile").await;
+}
+
+#[tokio::test]
 async fn mcp_without_fs_or_terminal_lists_its_own_tool() {
     answers_without_fs_or_terminal("mcp", "tools", "say").await;
 }
+
+// ---- the examples' sessions reloaded ----
+
+#[path = "examples/history.rs"]
+mod history;
+
+// ---- workspace: every root of the session ----
+
+#[path = "examples/roots.rs"]
+mod roots;
+
+// ---- mcp: against a real MCP server ----
+
+#[path = "examples/mcp_servers.rs"]
+mod mcp_servers;

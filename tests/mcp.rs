@@ -12,6 +12,8 @@
 
 mod support;
 
+use support::{everything, everything_js};
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -26,16 +28,8 @@ use serde_json::{Value, json};
 // ---------------------------------------------------------------------------------------------
 // The servers
 
-fn node_modules() -> PathBuf {
-    support::ensure_mcp_servers().join("node_modules")
-}
-
-fn everything_js() -> PathBuf {
-    node_modules().join("@modelcontextprotocol/server-everything/dist/index.js")
-}
-
 fn filesystem_js() -> PathBuf {
-    node_modules().join("@modelcontextprotocol/server-filesystem/dist/index.js")
+    support::mcp_node_modules().join("@modelcontextprotocol/server-filesystem/dist/index.js")
 }
 
 /// A tag unique to this test process and call, put in a server's environment.
@@ -45,15 +39,6 @@ fn tag() -> String {
         "t{}-{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// server-everything over stdio, named `name`, with `ACP_MCP_TEST_TAG=tag` in its env.
-fn everything(name: &str, tag: &str) -> McpServer {
-    McpServer::Stdio(
-        McpServerStdio::new(name, "node")
-            .args(vec![everything_js().display().to_string(), "stdio".into()])
-            .env(vec![EnvVariable::new("ACP_MCP_TEST_TAG", tag)]),
     )
 }
 

@@ -528,6 +528,26 @@ async fn requests_before_initialize_are_rejected_mentioning_initialize() {
 }
 
 #[tokio::test]
+async fn unknown_methods_before_initialize_are_method_not_found() {
+    let c = spawn().await;
+    // Unknown at all, an extension nobody declared, one echo does not advertise: -32601 as
+    // after `initialize`, naming the method; a method echo answers stays -32600.
+    for method in ["foo/bar", "_vendor/unknown", "session/set_mode"] {
+        let res = c.request(method, json!({})).await;
+        assert_eq!(error_code(&res), Some(-32601), "{method}: {res:?}");
+        assert!(error_message(&res).contains(method), "{method}: {res:?}");
+    }
+    let res = c.request("session/list", json!({})).await;
+    assert_eq!(error_code(&res), Some(-32600), "session/list: {res:?}");
+    let res = c.request("initialize", json!({"protocolVersion": 1})).await;
+    assert!(res.is_ok(), "initialize after refused requests: {res:?}");
+    let res = c.request("foo/bar", json!({})).await;
+    assert_eq!(error_code(&res), Some(-32601), "after initialize: {res:?}");
+    assert_still_usable(&c).await;
+    finish(c).await;
+}
+
+#[tokio::test]
 async fn session_new_pipelined_right_after_initialize_succeeds() {
     let c = spawn().await;
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}});

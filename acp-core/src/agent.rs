@@ -43,7 +43,8 @@ pub trait Agent: Send + Sync + 'static {
     }
 
     /// The capabilities advertised in `initialize`, beside those the runtime adds itself
-    /// (the session history methods with a store, `session/close`, MCP transports).
+    /// (the session history methods with a store, `session/close`, `additionalDirectories`,
+    /// MCP transports).
     ///
     /// `loadSession: true` routes `session/load` to [`load_session`](Agent::load_session)
     /// when sessions are not recorded; prompt capabilities (image, audio, embedded context)
@@ -61,7 +62,8 @@ pub trait Agent: Send + Sync + 'static {
     }
 
     /// The slash commands the agent runs itself ([`run_command`](Agent::run_command)),
-    /// advertised right after a session is created or reopened.
+    /// advertised right after a session is created or resumed, and at the end of the replay
+    /// of a loaded one.
     fn commands(&self) -> Vec<AvailableCommand> {
         Vec::new()
     }

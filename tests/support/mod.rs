@@ -1,8 +1,9 @@
 //! Shared helpers for the interop and protocol tests.
 //!
 //! * locating the example binaries (`echo`, …) next to the test executable,
-//! * installing the Node / Python client SDKs on first use (safe when several
-//!   test threads or test processes start at once),
+//! * installing the Node / Python client SDKs and the MCP servers on first use (safe when
+//!   several test threads or test processes start at once), and the `server-everything`
+//!   MCP server as a session's `mcpServers` entry,
 //! * running a child process with a hang guard,
 //! * [`interop_scenarios!`]: one #[test] per scenario of an interop script.
 //!
@@ -343,6 +344,27 @@ pub fn ensure_mcp_servers() -> PathBuf {
         Ok(p) => p.clone(),
         Err(e) => panic!("cannot install the MCP servers the tests connect to:\n{e}"),
     }
+}
+
+/// tests/mcp/node_modules, installed on first use.
+pub fn mcp_node_modules() -> PathBuf {
+    ensure_mcp_servers().join("node_modules")
+}
+
+/// The entry point of `@modelcontextprotocol/server-everything` (installed on first use).
+pub fn everything_js() -> PathBuf {
+    mcp_node_modules().join("@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+/// server-everything over stdio, named `name`, with `ACP_MCP_TEST_TAG=tag` in its env (by
+/// which a test finds its processes, and which its `get-env` tool shows).
+pub fn everything(name: &str, tag: &str) -> acp::schema::McpServer {
+    use acp::schema::{EnvVariable, McpServer, McpServerStdio};
+    McpServer::Stdio(
+        McpServerStdio::new(name, "node")
+            .args(vec![everything_js().display().to_string(), "stdio".into()])
+            .env(vec![EnvVariable::new("ACP_MCP_TEST_TAG", tag)]),
+    )
 }
 
 // ---------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 //! Routing, driven by one table ([`routes`]): each method the agent answers has one entry
 //! naming its capability gate, whether it is answered inline on the reader's task or by a task
 //! of its own, and its handler. A method with no entry, or whose gate the agent does not pass
-//! (it does not advertise it), is answered `-32601`; anything but `initialize` before
-//! `initialize` is answered `-32600`.
+//! (it does not advertise it), is answered `-32601`, before `initialize` too; a method it
+//! answers, but `initialize`, is answered `-32600` before `initialize`.
 
 mod auth;
 mod ext;
@@ -60,6 +60,13 @@ pub(crate) struct Route<A> {
     /// or sessions are recorded).
     pub gate: fn(&Router<A>) -> bool,
     pub handler: Handler<A>,
+}
+
+/// Where a request goes: a route of the table, or an extension method the agent declares (its
+/// name starts with `_`).
+enum Target<'a, A> {
+    Route(&'a Route<A>),
+    Ext(&'static str),
 }
 
 /// One notification the runtime handles.
@@ -144,6 +151,21 @@ impl<A: Agent> Dispatch for Router<A> {
         admission: Admission,
     ) {
         let peer = &self.conn.peer;
+        let route = self
+            .routes
+            .iter()
+            .find(|r| r.method == method && (r.gate)(self));
+        let target = match route {
+            Some(route) => Target::Route(route),
+            None => match self.agent.ext_methods().iter().find(|m| **m == method) {
+                Some(&method) => Target::Ext(method),
+                // Not answered whenever it comes, before `initialize` too.
+                None => {
+                    let error = Error::method_not_found(method).to_rpc();
+                    return peer.reply_error(&id, error, admission);
+                }
+            },
+        };
         if method != methods::INITIALIZE && self.conn.client.get().is_none() {
             let error = schema::Error::new(
                 ErrorCode::InvalidRequest.into(),
@@ -151,26 +173,17 @@ impl<A: Agent> Dispatch for Router<A> {
             );
             return peer.reply_error(&id, error, admission);
         }
-        let route = self
-            .routes
-            .iter()
-            .find(|r| r.method == method && (r.gate)(self));
-        let Some(route) = route else {
-            if let Some(&method) = self.agent.ext_methods().iter().find(|m| **m == method) {
-                // An extension method the agent declares (its name starts with `_`).
-                return self.ext_request(id, method, params, admission);
-            }
-            let error = Error::method_not_found(method).to_rpc();
-            return peer.reply_error(&id, error, admission);
-        };
-        match &route.handler {
-            Handler::Inline(answer) => match answer(self, &id, params) {
-                Ok(bytes) => peer.reply(Frame::new(bytes, None), admission),
-                Err(e) => peer.reply_error(&id, e, admission),
-            },
-            Handler::Spawned(start) => match start(self, id.clone(), params) {
-                Ok(fut) => self.spawn(id, fut, admission),
-                Err(e) => peer.reply_error(&id, e, admission),
+        match target {
+            Target::Ext(method) => self.ext_request(id, method, params, admission),
+            Target::Route(route) => match &route.handler {
+                Handler::Inline(answer) => match answer(self, &id, params) {
+                    Ok(bytes) => peer.reply(Frame::new(bytes, None), admission),
+                    Err(e) => peer.reply_error(&id, e, admission),
+                },
+                Handler::Spawned(start) => match start(self, id.clone(), params) {
+                    Ok(fut) => self.spawn(id, fut, admission),
+                    Err(e) => peer.reply_error(&id, e, admission),
+                },
             },
         }
     }

@@ -142,6 +142,10 @@ fn initialize<A: Agent>(
     // What the runtime answers for every agent, beside what the agent advertises.
     let mut capabilities = r.agent.capabilities();
     capabilities.session_capabilities.close = Some(schema::SessionCloseCapabilities::new());
+    // Every session's `additionalDirectories` are checked, bound `cx.fs()` and are kept with
+    // its history (`cx.additional_directories()` gives them to the agent).
+    capabilities.session_capabilities.additional_directories =
+        Some(schema::SessionAdditionalDirectoriesCapabilities::new());
     capabilities.mcp_capabilities = mcp::capabilities();
     if r.store().is_some() {
         capabilities.load_session = true;

@@ -1,7 +1,8 @@
 //! Opening and closing sessions, and their settings: `session/new`, `session/load` (when the
 //! agent loads sessions itself), what every opening shares (the authentication gate, the
-//! answer with the session's modes and config options, its slash commands right after),
-//! `session/close`, `session/set_mode` and `session/set_config_option`.
+//! answer with the session's modes and config options, its slash commands: right after the
+//! answer, or last before it for `session/load`), `session/close`, `session/set_mode` and
+//! `session/set_config_option`.
 
 use std::sync::Arc;
 
@@ -16,7 +17,9 @@ use crate::jsonrpc;
 use crate::mcp;
 use crate::peer::Frame;
 use crate::protocol::{methods, v1};
-use crate::schema::{self, Meta, RequestId, SessionConfigOption, SessionId, SessionModeState};
+use crate::schema::{
+    self, AvailableCommand, Meta, RequestId, SessionConfigOption, SessionId, SessionModeState,
+};
 use crate::session::roots::Roots;
 use crate::session::{Client, Connection, Request, Session, SessionState, registry};
 use crate::turn;
@@ -117,12 +120,33 @@ pub(super) fn connect_mcp<A: Agent>(agent: &A, state: &Arc<SessionState>) {
     mcp::attach(state, reserved);
 }
 
+/// The answer to a request that opens a session, and where the session's slash commands
+/// (`available_commands_update`) go relative to it.
+pub(super) trait OpenAnswer: serde::Serialize {
+    /// Whether the commands are sent before the answer rather than after it.
+    const COMMANDS_FIRST: bool = false;
+}
+
+/// The client learns the session's id from the answer: updates for it come after.
+impl OpenAnswer for schema::NewSessionResponse {}
+
+/// The spec: a `session/resume` sends no `session/update` before its answer.
+impl OpenAnswer for schema::ResumeSessionResponse {}
+
+/// The answer ends the replay and nothing may follow it for the session: the client knows the
+/// session (it named it), so the commands close the replay instead.
+impl OpenAnswer for schema::LoadSessionResponse {
+    const COMMANDS_FIRST: bool = true;
+}
+
 /// Answers a `session/new`, `load` or `resume` from the author's setup: the session is
 /// registered and answered with `response` (its modes and config options as they are now),
-/// then told its slash commands (the client must know the session before it gets updates
-/// for it). An error of the author's is answered instead, and the session dropped. `title` is
-/// the one the store keeps for a reopened session.
-pub(super) async fn open_session<A: Agent, T: serde::Serialize>(
+/// and told its slash commands — after the answer for `new` (the client must know the session
+/// before it gets updates for it) and `resume` (nothing goes before its answer), before it
+/// for `load` (nothing may follow its answer): see [`OpenAnswer`]. An error of the author's is
+/// answered instead, and the session dropped. `title` is the one the store keeps for a
+/// reopened session.
+pub(super) async fn open_session<A: Agent, T: OpenAnswer>(
     agent: &A,
     conn: &Connection,
     id: &RequestId,
@@ -148,14 +172,26 @@ pub(super) async fn open_session<A: Agent, T: serde::Serialize>(
     let session_id = state.id.clone();
     history::save(conn, &state, title).await;
     conn.sessions.insert(state);
-    answer(conn, id, Ok(response(opened))).await;
-    if !commands.is_empty() {
-        let update = schema::SessionUpdate::AvailableCommandsUpdate(
-            schema::AvailableCommandsUpdate::new(commands),
-        );
-        if let Ok(frame) = v1::session_update(&session_id, update) {
-            let _ = conn.peer.send(Frame::new(frame, None)).await;
-        }
+    if T::COMMANDS_FIRST {
+        send_commands(conn, &session_id, commands).await;
+        answer(conn, id, Ok(response(opened))).await;
+    } else {
+        answer(conn, id, Ok(response(opened))).await;
+        send_commands(conn, &session_id, commands).await;
+    }
+}
+
+/// Tells the client the session's slash commands, if it has any (not recorded: a reload sends
+/// the commands of its own time).
+async fn send_commands(conn: &Connection, session: &SessionId, commands: Vec<AvailableCommand>) {
+    if commands.is_empty() {
+        return;
+    }
+    let update = schema::SessionUpdate::AvailableCommandsUpdate(
+        schema::AvailableCommandsUpdate::new(commands),
+    );
+    if let Ok(frame) = v1::session_update(session, update) {
+        let _ = conn.peer.send(Frame::new(frame, None)).await;
     }
 }
 

@@ -28,6 +28,7 @@ pub struct TestClientBuilder {
     terminal: Option<TerminalStub>,
     permissions: PermissionPolicy,
     cwd: Option<PathBuf>,
+    additional_directories: Vec<PathBuf>,
     deadline: Duration,
     held: HashSet<String>,
     initialize: bool,
@@ -43,6 +44,7 @@ impl Default for TestClientBuilder {
             terminal: None,
             permissions: PermissionPolicy::default(),
             cwd: None,
+            additional_directories: Vec::new(),
             deadline: DEFAULT_DEADLINE,
             held: HashSet::new(),
             initialize: true,
@@ -127,6 +129,55 @@ impl TestClientBuilder {
     #[must_use]
     pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
         self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// More workspace roots beside the cwd, sent as `additionalDirectories` with every
+    /// session the client opens ([`TestClient::new_session`], `load_session`,
+    /// `resume_session`); none by default. The agent's `cx.fs()` reaches files in them.
+    ///
+    /// ```
+    /// use acp_core::schema::StopReason;
+    /// use acp_core::testing::{MemoryFs, TestClient};
+    /// use acp_core::{Agent, Prompt, Result, Session};
+    ///
+    /// /// Reads the file it is given.
+    /// struct Reader;
+    /// impl Agent for Reader {
+    ///     async fn prompt(&self, cx: &Session, prompt: Prompt) -> Result<StopReason> {
+    ///         let answer = match cx.fs().read_text_file(prompt.text()).await {
+    ///             Ok(text) => text,
+    ///             Err(e) => e.to_string(),
+    ///         };
+    ///         cx.message(answer).await?;
+    ///         Ok(StopReason::EndTurn)
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let fs = MemoryFs::new()
+    ///     .with("/libs/shared/VERSION", "1.2")
+    ///     .with("/etc/passwd", "root");
+    /// let client = TestClient::builder()
+    ///     .fs(fs)
+    ///     .additional_directories(["/libs/shared"])
+    ///     .connect(Reader)
+    ///     .await
+    ///     .unwrap();
+    /// let session = client.new_session().await.unwrap();
+    /// assert_eq!(session.prompt("/libs/shared/VERSION").await.unwrap().text(), "1.2");
+    /// let refused = session.prompt("/etc/passwd").await.unwrap().text();
+    /// assert!(refused.contains("outside the session's directories"), "{refused}");
+    /// assert_eq!(client.requests_from_agent("fs/read_text_file").len(), 1);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn additional_directories(
+        mut self,
+        directories: impl IntoIterator<Item = impl Into<PathBuf>>,
+    ) -> Self {
+        self.additional_directories = directories.into_iter().map(Into::into).collect();
         self
     }
 
@@ -275,6 +326,7 @@ impl TestClientBuilder {
         let client = TestClient {
             wire,
             cwd: self.cwd.unwrap_or_else(|| PathBuf::from("/workspace")),
+            additional_directories: self.additional_directories,
             agent: Mutex::new(Some(agent)),
             capabilities: json!(capabilities),
             info: self.info.map(|i| json!(i)),

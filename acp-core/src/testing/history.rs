@@ -19,11 +19,12 @@ pub struct Loaded<'a> {
 }
 
 impl TestClient {
-    /// Loads a stored session (`session/load`) in the configured cwd, collecting the updates
+    /// Loads a stored session (`session/load`) in the configured cwd (and additional
+    /// directories), collecting the updates
     /// the agent replays before its answer.
     pub async fn load_session(&self, id: &SessionId) -> Result<Loaded<'_>> {
         let start = self.transcript().len();
-        let params = json!({"sessionId": id, "cwd": self.cwd, "mcpServers": []});
+        let params = self.opening(json!({"sessionId": id, "mcpServers": []}));
         let (answer, at) = self.wire.request("session/load", params).await?;
         let answer = answer?;
         let replayed = self.transcript()[start..at]
@@ -39,13 +40,14 @@ impl TestClient {
         })
     }
 
-    /// Resumes a stored session (`session/resume`) in the configured cwd: nothing is
+    /// Resumes a stored session (`session/resume`) in the configured cwd (and additional
+    /// directories): nothing is
     /// replayed.
     pub async fn resume_session(&self, id: &SessionId) -> Result<TestSession<'_>> {
         let answer = self
             .request(
                 "session/resume",
-                json!({"sessionId": id, "cwd": self.cwd, "mcpServers": []}),
+                self.opening(json!({"sessionId": id, "mcpServers": []})),
             )
             .await?;
         Ok(self.session(id.clone(), answer))

@@ -115,6 +115,8 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10);
 pub struct TestClient {
     wire: Arc<Wire>,
     cwd: PathBuf,
+    /// The `additionalDirectories` of the sessions it opens.
+    additional_directories: Vec<PathBuf>,
     agent: Mutex<Option<Agent_>>,
     /// The `clientCapabilities` of `initialize`.
     capabilities: Value,
@@ -320,7 +322,7 @@ impl TestClient {
         self.wire.set_deadline(deadline);
     }
 
-    /// Creates a session (`session/new`) in the configured cwd.
+    /// Creates a session (`session/new`) in the configured cwd (and additional directories).
     pub async fn new_session(&self) -> Result<TestSession<'_>> {
         self.new_session_with_mcp(Vec::new()).await
     }
@@ -340,10 +342,7 @@ impl TestClient {
         servers: Vec<crate::schema::McpServer>,
     ) -> Result<TestSession<'_>> {
         let answer = self
-            .request(
-                "session/new",
-                json!({"cwd": self.cwd, "mcpServers": servers}),
-            )
+            .request("session/new", self.opening(json!({"mcpServers": servers})))
             .await?;
         let id: SessionId = serde_json::from_value(answer["sessionId"].clone())?;
         Ok(TestSession {
@@ -351,6 +350,16 @@ impl TestClient {
             id,
             answer,
         })
+    }
+
+    /// The params of a request opening a session: `params` with the cwd, and the additional
+    /// directories if there are any.
+    fn opening(&self, mut params: Value) -> Value {
+        params["cwd"] = json!(self.cwd);
+        if !self.additional_directories.is_empty() {
+            params["additionalDirectories"] = json!(self.additional_directories);
+        }
+        params
     }
 
     /// Closes the agent's input (end of file on its stdin), as an editor does when it quits.

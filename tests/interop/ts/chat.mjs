@@ -1,12 +1,14 @@
 // A tiny ACP client on the official TypeScript SDK: starts an agent binary, opens a session
 // in the current directory, sends each prompt given on the command line, and prints what the
 // agent streams back. File reads/writes are served from the real disk; permission requests
-// are answered "allow" (and printed). Used by scripts/demo.
+// are answered "allow" (and printed). Used by scripts/demo. ACP_DEMO_DIRS (paths separated
+// by `:`) are sent as the session's additionalDirectories when the agent advertises them.
 //
 //   node chat.mjs <agent-binary> <prompt> [<prompt> ...]
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
 import { readFileSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 
 const [binary, ...prompts] = process.argv.slice(2);
@@ -68,15 +70,20 @@ await app.connectWith(stream, async (ctx) => {
   out(`connected to ${info.title ?? info.name} ${info.version ?? ""} (protocol v${init.protocolVersion})\n`);
   // An agent that needs the user to sign in answers -32000; a real editor shows its
   // authMethods. This client uses the first one the agent runs itself (type "agent").
+  const dirs = (process.env.ACP_DEMO_DIRS ?? "").split(":").filter(Boolean).map((d) => resolve(d));
+  const build = () => {
+    const builder = ctx.buildSession(process.cwd());
+    return dirs.length && init.agentCapabilities?.sessionCapabilities?.additionalDirectories ? builder.withAdditionalDirectories(dirs) : builder;
+  };
   let session;
   try {
-    session = await ctx.buildSession(process.cwd()).start();
+    session = await build().start();
   } catch (e) {
     const method = (init.authMethods ?? []).find((m) => (m.type ?? "agent") === "agent");
     if (e?.code !== -32000 || !method) throw e;
     out(`[auth] signing in with "${method.name}"\n`);
     await ctx.request("authenticate", { methodId: method.id });
-    session = await ctx.buildSession(process.cwd()).start();
+    session = await build().start();
   }
   for (const text of prompts) {
     out(`\n> ${text}\n`);
