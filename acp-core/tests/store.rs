@@ -611,7 +611,7 @@ mod sqlite_only {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use acp_core::store::{Record, SqliteStore, StoredSession};
+    use acp_core::store::{Batch, Record, SqliteStore, StoredSession};
 
     use super::{Store, chunk, ended, get, list_all, save, sid, strictly_increasing};
 

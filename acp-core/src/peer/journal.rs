@@ -114,10 +114,10 @@ impl Journal {
     /// A frame of a sequence whose last frame was taken (in this batch or an earlier one) will
     /// be dropped by the writer, so it is not recorded either. A store failure is logged
     /// (once) and does not hold the frames back: the client still gets its updates; the
-    /// history misses them.
-    pub async fn commit(&self, batch: &mut [Frame]) {
+    /// history misses them. Returns the number of sessions in the commit.
+    pub async fn commit(&self, batch: &mut [Frame]) -> usize {
         let Some(store) = &self.store else {
-            return;
+            return 0;
         };
         // Taken out first (the frames are written without them), one batch per session: its
         // index in `runs` by session id.
@@ -157,8 +157,9 @@ impl Journal {
                 Kept::Records(records) => run.append(&records),
             }
         }
-        if runs.is_empty() {
-            return;
+        let sessions = runs.len();
+        if sessions == 0 {
+            return 0;
         }
         match store.append_batches(runs).await {
             Ok(cursors) if cursors.iter().all(Option::is_some) => {}
@@ -172,5 +173,6 @@ impl Journal {
                 }
             }
         }
+        sessions
     }
 }

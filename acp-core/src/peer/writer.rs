@@ -68,7 +68,7 @@ async fn write_unrecorded(mut rx: mpsc::Receiver<Frame>, peer: &Peer) -> std::io
 /// The writer recording sessions, as a two-stage pipeline in one task: the *committer* takes
 /// the queued frames and commits their records as one batch; the *writer* writes committed
 /// batches to the client. While a batch is being committed, the committer keeps taking frames
-/// off the queue (up to [`MAX_PENDING_FRAMES`] / [`MAX_PENDING_BYTES`]), so the agent does not
+/// off the queue (up to a cap, see `Pending`), so the agent does not
 /// wait on the store: the slower the store, the larger the next batch, and one commit serves
 /// more frames. A frame is never written before its record is committed.
 async fn write_recorded(rx: mpsc::Receiver<Frame>, peer: &Peer) -> std::io::Result<()> {
@@ -80,11 +80,28 @@ async fn write_recorded(rx: mpsc::Receiver<Frame>, peer: &Peer) -> std::io::Resu
     Ok(())
 }
 
-/// Frames taken off the queue while a batch is committed, at most: beyond, the agent waits.
-const MAX_PENDING_FRAMES: usize = 8 * super::QUEUE_FRAMES;
+/// How much the committer takes off the queue while a batch is committed, at most: beyond,
+/// the agent waits. It grows with the sessions in the last commit: the store's cost is mostly
+/// per session in a commit, so with many sessions streaming at once, larger batches (more
+/// records of each session per commit) keep the store ahead of the agent; with one session
+/// streaming, a small cap keeps memory low.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    frames: usize,
+    bytes: usize,
+}
 
-/// Bytes of frames taken off the queue while a batch is committed, about at most.
-const MAX_PENDING_BYTES: usize = 8 << 20;
+impl Pending {
+    /// The cap after a commit of `sessions` sessions: 2,048 frames and 512 KiB, plus 64 frames
+    /// and 16 KiB per session beyond 64, up to 64 Ki frames and 16 MiB.
+    fn after(sessions: usize) -> Pending {
+        let extra = sessions.saturating_sub(64);
+        Pending {
+            frames: (2 * super::QUEUE_FRAMES + 64 * extra).min(64 << 10),
+            bytes: ((512 << 10) + (16 << 10) * extra).min(16 << 20),
+        }
+    }
+}
 
 /// The committer: commits the records of queued frames, a batch at a time, and hands each
 /// committed batch to the writer. Ends after a stop frame or when the queue closes.
@@ -95,6 +112,7 @@ async fn commit_loop(
 ) -> std::io::Result<()> {
     let mut incoming = Vec::new();
     let mut bytes = 0;
+    let mut cap = Pending::after(0);
     loop {
         if incoming.is_empty() && rx.recv_many(&mut incoming, RECORDED_BATCH).await == 0 {
             return Ok(());
@@ -105,21 +123,20 @@ async fn commit_loop(
             // Nothing after a stop frame is written.
             batch.truncate(stop + 1);
         }
-        {
+        let sessions = {
             let commit = peer.journal.commit(&mut batch);
             tokio::pin!(commit);
             loop {
-                let room = MAX_PENDING_FRAMES.saturating_sub(incoming.len());
+                let room = cap.frames.saturating_sub(incoming.len());
                 tokio::select! {
                     biased;
-                    () = &mut commit => break,
+                    sessions = &mut commit => break sessions,
                     n = rx.recv_many(&mut incoming, room.min(RECORDED_BATCH)),
-                        if stop.is_none() && room > 0 && bytes < MAX_PENDING_BYTES =>
+                        if stop.is_none() && room > 0 && bytes < cap.bytes =>
                     {
                         if n == 0 {
                             // The queue closed: finish this commit, then the rest.
-                            (&mut commit).await;
-                            break;
+                            break (&mut commit).await;
                         }
                         bytes += incoming[incoming.len() - n..]
                             .iter()
@@ -128,7 +145,8 @@ async fn commit_loop(
                     }
                 }
             }
-        }
+        };
+        cap = Pending::after(sessions);
         bytes = incoming.iter().map(|f| f.bytes.len()).sum();
         if committed.send(batch).await.is_err() || stop.is_some() {
             return Ok(());

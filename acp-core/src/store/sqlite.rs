@@ -22,7 +22,8 @@
 //!   `cwd_key` (the cwd as `list` compares it); indexed on `(touch)` and `(cwd_key, touch)`.
 //! - `touches`: every touch (`seq INTEGER PRIMARY KEY AUTOINCREMENT`, session), for the order
 //!   of `list` as of a cursor's snapshot; indexed on `(session, seq)`.
-//! - `records`: the logs, one row per session per `append` (a batch of records): `cursor` (`INTEGER PRIMARY
+//! - `records`: the logs, one row per session per `append` (a batch of records; one of more
+//!   than 256 KiB takes several rows): `cursor` (`INTEGER PRIMARY
 //!   KEY AUTOINCREMENT`, the cursor of the batch's *last* record), session, `count` (records in
 //!   the batch) and the records as JSON, one per line. A batch of `count` records ending at `c`
 //!   holds cursors `c - count + 1 ..= c`; the next batch starts after the largest cursor ever

@@ -76,6 +76,29 @@ impl SessionRow {
     }
 }
 
+/// About the most text one row of `records` holds: a larger batch takes several rows, so that
+/// SQLite's copy of a row (and the page cache it passes through) stays small.
+const ROW_BYTES: usize = 256 << 10;
+
+/// The lines of `text` in pieces of at most `max` bytes (a longer line is a piece of its own),
+/// each with its number of lines.
+fn rows(text: &str, max: usize) -> Vec<(&str, i64)> {
+    let mut pieces = Vec::new();
+    let (mut start, mut count, mut line_start) = (0, 0, 0);
+    for line in text.split('\n') {
+        let line_end = line_start + line.len();
+        if count > 0 && line_end - start > max {
+            // Up to the newline before this line.
+            pieces.push((&text[start..line_start - 1], count));
+            (start, count) = (line_start, 0);
+        }
+        count += 1;
+        line_start = line_end + 1;
+    }
+    pieces.push((&text[start..], count));
+    pieces
+}
+
 /// `u64` positions as SQLite's integers (beyond `i64::MAX` is past everything stored).
 fn sql_int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -269,15 +292,19 @@ impl SessionStore for SqliteStore {
                     cursors.push(Some(last as Cursor));
                     continue;
                 }
-                let count = sql_int(batch.len() as u64);
-                handed_out = handed_out.saturating_add(count);
-                // The batch's text is the row: one record per line (JSON has no raw newlines).
-                tx.prepare_cached(
-                    "INSERT INTO records (cursor, session, count, record) VALUES (?1, ?2, ?3, ?4)",
-                )
-                .db()?
-                .execute(params![handed_out, pk, count, batch.as_str()])
-                .db()?;
+                // The batch's text is the row, one record per line (JSON has no raw newlines);
+                // a large batch is cut into rows of about `ROW_BYTES`.
+                let mut insert = tx
+                    .prepare_cached(
+                        "INSERT INTO records (cursor, session, count, record) \
+                         VALUES (?1, ?2, ?3, ?4)",
+                    )
+                    .db()?;
+                for (text, count) in rows(batch.as_str(), ROW_BYTES) {
+                    handed_out = handed_out.saturating_add(count);
+                    insert.execute(params![handed_out, pk, count, text]).db()?;
+                }
+                drop(insert);
                 let touch = touch(&tx, pk)?;
                 tx.prepare_cached("UPDATE sessions SET updated_at = ?2, touch = ?3 WHERE pk = ?1")
                     .db()?
@@ -486,5 +513,25 @@ impl SessionStore for SqliteStore {
             })
             .collect()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rows_cut_at_line_ends_and_keep_every_line() {
+        assert_eq!(super::rows("a", 10), [("a", 1)]);
+        assert_eq!(super::rows("a\nb\nc", 3), [("a\nb", 2), ("c", 1)]);
+        assert_eq!(super::rows("a\nb\nc", 1), [("a", 1), ("b", 1), ("c", 1)]);
+        assert_eq!(super::rows("long\nb", 2), [("long", 1), ("b", 1)]);
+        let text = (0..1000)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let pieces = super::rows(&text, 100);
+        assert!(pieces.iter().all(|(p, _)| p.len() <= 100));
+        assert_eq!(pieces.iter().map(|(_, n)| n).sum::<i64>(), 1000);
+        let joined: Vec<&str> = pieces.iter().map(|(p, _)| *p).collect();
+        assert_eq!(joined.join("\n"), text);
     }
 }
