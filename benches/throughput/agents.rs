@@ -127,7 +127,27 @@ impl Impl {
         Impl { name, command }
     }
 
+    /// A fresh process after the handshake (`initialize`, one `session/new`), killed if it
+    /// runs past `AGENT_DEADLINE`.
     pub(crate) fn spawn(&self) -> Result<AgentProcess> {
+        let mut agent = AgentProcess::start(self.command(None), AGENT_DEADLINE)?;
+        agent.client.handshake()?;
+        Ok(agent)
+    }
+
+    /// A fresh process before any request, killed if it runs past `deadline`; its sessions
+    /// recorded under `data_dir` instead of the run's shared temporary directory if given.
+    pub(crate) fn start(
+        &self,
+        deadline: Duration,
+        data_dir: Option<&Path>,
+    ) -> Result<AgentProcess> {
+        AgentProcess::start(self.command(data_dir), deadline)
+    }
+
+    /// A copy of the agent's command (a `Command` cannot be cloned), with `ACP_DATA_DIR` set
+    /// to `data_dir` if given.
+    pub(crate) fn command(&self, data_dir: Option<&Path>) -> Command {
         let mut cmd = Command::new(self.command.get_program());
         cmd.args(self.command.get_args());
         if let Some(dir) = self.command.get_current_dir() {
@@ -139,7 +159,10 @@ impl Impl {
                 None => cmd.env_remove(key),
             };
         }
-        AgentProcess::start(cmd)
+        if let Some(dir) = data_dir {
+            cmd.env("ACP_DATA_DIR", dir);
+        }
+        cmd
     }
 }
 
@@ -153,7 +176,7 @@ pub(crate) struct AgentProcess {
 }
 
 impl AgentProcess {
-    fn start(mut cmd: Command) -> Result<Self> {
+    fn start(mut cmd: Command, deadline: Duration) -> Result<Self> {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -172,10 +195,8 @@ impl AgentProcess {
                     if let Some(kib) = vm_hwm_kib(pid) {
                         peak_kib.fetch_max(kib, Ordering::AcqRel);
                     }
-                    if started.elapsed() > AGENT_DEADLINE {
-                        eprintln!(
-                            "throughput: agent {pid} ran past {AGENT_DEADLINE:?}; killing it"
-                        );
+                    if started.elapsed() > deadline {
+                        eprintln!("throughput: agent {pid} ran past {deadline:?}; killing it");
                         // Only the process this bench started, by its id.
                         let _ = Command::new("kill")
                             .args(["-KILL", &pid.to_string()])
@@ -190,19 +211,22 @@ impl AgentProcess {
             BufReader::with_capacity(64 * 1024, stdout),
             BufWriter::new(stdin),
         );
-        let mut agent = AgentProcess {
+        Ok(AgentProcess {
             child,
             client,
             peak_kib,
             stop,
             sampler: Some(sampler),
-        };
-        agent.client.handshake()?;
-        Ok(agent)
+        })
+    }
+
+    /// The agent's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The peak RSS so far, sampled once more now.
-    fn peak_rss_kib(&self) -> u64 {
+    pub(crate) fn peak_rss_kib(&self) -> u64 {
         if let Some(kib) = vm_hwm_kib(self.child.id()) {
             self.peak_kib.fetch_max(kib, Ordering::AcqRel);
         }
@@ -210,26 +234,33 @@ impl AgentProcess {
     }
 
     /// Closes stdin and waits for the agent to exit; returns the peak RSS in KiB.
-    pub(crate) fn finish(mut self) -> u64 {
+    pub(crate) fn finish(self) -> u64 {
+        self.finish_within(Duration::from_secs(5)).0
+    }
+
+    /// Closes stdin and waits up to `grace` for the agent to exit (killing it after that);
+    /// returns the peak RSS in KiB and whether it exited by itself with success.
+    pub(crate) fn finish_within(mut self, grace: Duration) -> (u64, bool) {
         let peak = self.peak_rss_kib();
         drop(self.client.output.take());
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
+        let deadline = Instant::now() + grace;
+        let clean = loop {
             match self.child.try_wait() {
-                Ok(Some(_)) | Err(_) => break,
+                Ok(Some(status)) => break status.success(),
+                Err(_) => break false,
                 Ok(None) if Instant::now() > deadline => {
                     let _ = self.child.kill();
                     let _ = self.child.wait();
-                    break;
+                    break false;
                 }
                 Ok(None) => thread::sleep(Duration::from_millis(5)),
             }
-        }
+        };
         self.stop.store(true, Ordering::Release);
         if let Some(sampler) = self.sampler.take() {
             let _ = sampler.join();
         }
-        peak
+        (peak, clean)
     }
 }
 
@@ -248,4 +279,30 @@ fn vm_hwm_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// A directory of its own for an agent's data (`ACP_DATA_DIR`), empty when made and removed
+/// when dropped.
+pub(crate) struct DataDir(PathBuf);
+
+impl DataDir {
+    /// `<temp>/acp-bench-<pid>-<name>`, emptied first if an earlier run left it behind.
+    pub(crate) fn fresh(name: &str) -> Result<Self> {
+        let path = std::env::temp_dir().join(format!("acp-bench-{}-{name}", std::process::id()));
+        if path.exists() {
+            std::fs::remove_dir_all(&path)?;
+        }
+        std::fs::create_dir_all(&path)?;
+        Ok(DataDir(path))
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for DataDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

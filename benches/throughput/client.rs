@@ -72,13 +72,7 @@ impl<R: BufRead, W: Write> Client<R, W> {
     }
 
     pub(crate) fn handshake(&mut self) -> Result<()> {
-        let init = serde_json::json!({
-            "protocolVersion": 1,
-            "clientCapabilities": {},
-            "clientInfo": {"name": "acp-throughput-bench", "version": "0"},
-        });
-        let id = self.send_request("initialize", &init)?;
-        self.answer(id)?;
+        self.initialize()?;
         let new = serde_json::json!({"cwd": std::env::temp_dir(), "mcpServers": []});
         let id = self.send_request("session/new", &new)?;
         let result = self.answer(id)?;
@@ -89,6 +83,33 @@ impl<R: BufRead, W: Write> Client<R, W> {
         }
         self.session = serde_json::from_str::<NewSession>(&result)?.session_id;
         Ok(())
+    }
+
+    /// Sends `initialize` and waits for its successful answer (raw JSON).
+    pub(crate) fn initialize(&mut self) -> Result<String> {
+        let init = serde_json::json!({
+            "protocolVersion": 1,
+            "clientCapabilities": {},
+            "clientInfo": {"name": "acp-throughput-bench", "version": "0"},
+        });
+        let id = self.send_request("initialize", &init)?;
+        self.answer(id)
+    }
+
+    /// The next non-blank line, without its newline.
+    pub(crate) fn read_frame(&mut self) -> Result<&[u8]> {
+        self.next_line(&mut Seen::default())?;
+        Ok(self.line.strip_suffix(b"\n").unwrap_or(&self.line))
+    }
+
+    /// The id the next request of this client gets; the caller that writes requests of its
+    /// own (e.g. from another thread) moves it on with `skip_ids`.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_id
+    }
+
+    pub(crate) fn skip_ids(&mut self, n: u64) {
+        self.next_id += n;
     }
 
     fn write_raw(&mut self, line: &[u8]) -> Result<()> {
@@ -103,7 +124,7 @@ impl<R: BufRead, W: Write> Client<R, W> {
         self.write_raw(&serde_json::to_vec(value)?)
     }
 
-    fn send_request(&mut self, method: &str, params: &impl Serialize) -> Result<u64> {
+    pub(crate) fn send_request(&mut self, method: &str, params: &impl Serialize) -> Result<u64> {
         let id = self.next_id;
         self.next_id += 1;
         self.write_line(&serde_json::json!({
@@ -259,11 +280,7 @@ impl<R: BufRead, W: Write> Client<R, W> {
         } else {
             "the prompt's answer".to_owned()
         };
-        let line = String::from_utf8_lossy(self.line.trim_ascii_end());
-        let line = match line.char_indices().nth(300) {
-            Some((at, _)) => format!("{}…", &line[..at]),
-            None => line.into_owned(),
-        };
+        let line = excerpt(&self.line);
         format!("after {index} good chunks, expected {expected}; got {got}: {line}").into()
     }
 
@@ -379,12 +396,16 @@ impl<R: BufRead, W: Write> Client<R, W> {
 
     /// Describes a frame that has no place where it arrived.
     fn unexpected(&self, what: &str) -> Error {
-        let line = String::from_utf8_lossy(self.line.trim_ascii_end());
-        let line = match line.char_indices().nth(300) {
-            Some((at, _)) => format!("{}…", &line[..at]),
-            None => line.into_owned(),
-        };
-        format!("unexpected: {what}: {line}").into()
+        format!("unexpected: {what}: {}", excerpt(&self.line)).into()
+    }
+}
+
+/// A line as text for an error message, cut after 300 characters.
+pub(crate) fn excerpt(line: &[u8]) -> String {
+    let line = String::from_utf8_lossy(line.trim_ascii_end());
+    match line.char_indices().nth(300) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.into_owned(),
     }
 }
 

@@ -32,8 +32,25 @@
 //! client, the ceiling for every row; and the *in-process loop*, serde_json writing the same
 //! 100,000 frames into a pipe that the client reads, the ceiling for the stream rows. Nothing
 //! here asserts on speed; the run stops by itself (each agent process is killed after 60 s,
-//! the whole measurement after 270 s).
+//! the whole measurement after 270 s, plus the time limits of the two workloads below).
 //!
+//! Two more workloads measure what recording sessions costs, on ours with the default store
+//! and ours without one (`ACP_BENCH_NO_STORE=1`) in the same run, with the ratios:
+//!
+//! - `concurrent`: one agent process, 1,000 sessions (`ACP_BENCH_SESSIONS`) each prompted
+//!   `stream 1000` (`ACP_BENCH_SESSION_CHUNKS`) at once over the one connection, every frame
+//!   checked per session; wall time to the last answer, updates/s, turns answered, peak RSS;
+//!   past 120 s (`ACP_BENCH_CONCURRENT_LIMIT`, seconds) the agent is killed and the turns
+//!   answered by then reported. With the store, the agent is then started again on the same
+//!   data directory and 100 of the sessions (`ACP_BENCH_LOAD_SAMPLE`: a number, `all`, or 0
+//!   for none) are loaded back, each replay checked (see `concurrent`);
+//! - `startup`: spawn → `initialize` answered, 100 times (`ACP_BENCH_STARTUP_RUNS`) for each
+//!   of: ours without a store, ours on a fresh empty data directory, ours on a database that
+//!   already holds 1,000 sessions (`ACP_BENCH_STARTUP_SESSIONS`), and the official SDKs'
+//!   agents; interleaved; p50 and p99 (see `startup`).
+//!
+//! `ACP_BENCH_ONLY=concurrent,startup` (any of `stream`, `permission`, `cancel`,
+//! `concurrent`, `startup`, comma-separated) runs only those workloads; all run by default.
 //! Set `ACP_BENCH_NO_TS=1` or `ACP_BENCH_NO_RUST_SDK=1` to leave a column out, and
 //! `ACP_BENCH_OURS=<path>` to measure another build of the bench agent as "ours" (an older
 //! commit's, for a before/after comparison in the same conditions).
@@ -41,14 +58,21 @@
 //! The code is laid out by concern: this file holds the constants, `main` and the measuring
 //! schedule; `agents` builds and starts the agents; `frames` holds the shapes of the frames
 //! on the wire; `client` is the editor's end of a connection; `workloads` runs one workload
-//! on one agent (and the in-process loop); `bare` is the bare loop agent; `report` turns the
-//! samples into the printed table.
+//! on one agent (and the in-process loop); `bare` is the bare loop agent; `concurrent` and
+//! `turns` are the concurrent-sessions workload and its check of interleaved turns;
+//! `startup` is the startup workload; `watchdog` kills a process past a time limit; `report`
+//! and `report_store` turn the samples into the printed tables.
 
 mod agents;
 mod bare;
 mod client;
+mod concurrent;
 mod frames;
 mod report;
+mod report_store;
+mod startup;
+mod turns;
+mod watchdog;
 mod workloads;
 
 use std::path::Path;
@@ -56,8 +80,9 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use agents::{Impl, build_ours, build_rust_sdk, prepare_ts};
+use agents::{DataDir, Impl, build_ours, build_rust_sdk, prepare_ts};
 use report::{load_average, print_recording, print_table};
+use watchdog::Watchdog;
 use workloads::{baseline, cancel, permission, stream};
 
 const STREAM_N: usize = 100_000;
@@ -69,13 +94,68 @@ const CANCEL_RUNS: usize = 50;
 const LATENCY_ROUNDS: usize = 10;
 /// An agent process still running after this long is killed (its workload then fails).
 const AGENT_DEADLINE: Duration = Duration::from_secs(60);
-/// The measuring part of the run (after the builds) stops the whole bench past this.
+/// The measuring part of the run (after the builds) stops the whole bench past this, plus
+/// the time the concurrent and startup workloads may take.
 const RUN_DEADLINE: Duration = Duration::from_secs(270);
 /// The official Rust SDK's agent is skipped if it does not build within this.
 const RUST_SDK_BUILD_LIMIT: Duration = Duration::from_secs(600);
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The workloads, as `ACP_BENCH_ONLY` names them.
+const WORKLOADS: [&str; 5] = ["stream", "permission", "cancel", "concurrent", "startup"];
+
+/// The workloads to run: `ACP_BENCH_ONLY` (comma-separated names), or all of them.
+struct Only(Vec<&'static str>);
+
+impl Only {
+    fn from_env() -> Result<Self> {
+        let Ok(list) = std::env::var("ACP_BENCH_ONLY") else {
+            return Ok(Only(WORKLOADS.to_vec()));
+        };
+        let mut only = Vec::new();
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match WORKLOADS.iter().find(|w| **w == name) {
+                Some(w) => only.push(*w),
+                None => {
+                    return Err(format!(
+                        "ACP_BENCH_ONLY: no workload `{name}`; the workloads are {}",
+                        WORKLOADS.join(", ")
+                    )
+                    .into());
+                }
+            }
+        }
+        if only.is_empty() {
+            return Err(format!("ACP_BENCH_ONLY names none of {}", WORKLOADS.join(", ")).into());
+        }
+        Ok(Only(only))
+    }
+
+    fn has(&self, workload: &str) -> bool {
+        self.0.contains(&workload)
+    }
+
+    /// Whether any of the workloads of the first table runs.
+    fn table(&self) -> bool {
+        ["stream", "permission", "cancel"]
+            .iter()
+            .any(|w| self.has(w))
+    }
+}
+
+/// A whole number from the environment variable `var`, or `default` if it is unset.
+fn env_number(var: &str, default: usize) -> Result<usize> {
+    match std::env::var(var) {
+        Err(_) => Ok(default),
+        Ok(v) => v
+            .trim()
+            .replace(['_', ','], "")
+            .parse()
+            .map_err(|_| format!("{var}={v:?}: expected a whole number").into()),
+    }
+}
 
 fn main() {
     // Run as the bare-loop agent (by this bench itself).
@@ -86,6 +166,21 @@ fn main() {
         }
         return;
     }
+    let settings = Only::from_env().and_then(|only| {
+        let concurrent = concurrent::Settings::from_env()?;
+        let startup_runs = env_number("ACP_BENCH_STARTUP_RUNS", 100)?.max(1);
+        let startup_sessions = env_number("ACP_BENCH_STARTUP_SESSIONS", 1_000)?;
+        Ok((only, concurrent, startup_runs, startup_sessions))
+    });
+    let (only, concurrent_settings, startup_runs, startup_sessions) = match settings {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("throughput: {e}");
+            std::process::exit(1);
+        }
+    };
+    // The official SDKs and the bare loop take part in the first table and in startup only.
+    let others = only.table() || only.has("startup");
     // `cargo bench` passes `--bench`; anything else (e.g. a test filter) is ignored.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -104,47 +199,85 @@ fn main() {
             std::process::exit(1);
         }
     }
-    if skipped("ACP_BENCH_NO_TS") {
-        eprintln!("throughput: official TS SDK left out (ACP_BENCH_NO_TS)");
-    } else {
-        match prepare_ts(root) {
-            Ok(cmd) => agents.push(Impl::new("official TS SDK", cmd)),
-            Err(e) => eprintln!("throughput: official TS SDK skipped: {e}"),
+    if others {
+        if skipped("ACP_BENCH_NO_TS") {
+            eprintln!("throughput: official TS SDK left out (ACP_BENCH_NO_TS)");
+        } else {
+            match prepare_ts(root) {
+                Ok(cmd) => agents.push(Impl::new("official TS SDK", cmd)),
+                Err(e) => eprintln!("throughput: official TS SDK skipped: {e}"),
+            }
         }
-    }
-    if skipped("ACP_BENCH_NO_RUST_SDK") {
-        eprintln!("throughput: official Rust SDK left out (ACP_BENCH_NO_RUST_SDK)");
-    } else {
-        match build_rust_sdk(root, &cargo) {
-            Ok(path) => agents.push(Impl::new("official Rust SDK", Command::new(path))),
-            Err(e) => eprintln!("throughput: official Rust SDK skipped: {e}"),
+        if skipped("ACP_BENCH_NO_RUST_SDK") {
+            eprintln!("throughput: official Rust SDK left out (ACP_BENCH_NO_RUST_SDK)");
+        } else {
+            match build_rust_sdk(root, &cargo) {
+                Ok(path) => agents.push(Impl::new("official Rust SDK", Command::new(path))),
+                Err(e) => eprintln!("throughput: official Rust SDK skipped: {e}"),
+            }
         }
     }
 
-    match std::env::current_exe() {
-        Ok(exe) => {
-            let mut cmd = Command::new(exe);
-            cmd.arg("--bare-agent");
-            agents.push(Impl::new("bare loop", cmd));
+    if only.table() {
+        match std::env::current_exe() {
+            Ok(exe) => {
+                let mut cmd = Command::new(exe);
+                cmd.arg("--bare-agent");
+                agents.push(Impl::new("bare loop", cmd));
+            }
+            Err(e) => eprintln!("throughput: bare loop agent skipped: {e}"),
         }
-        Err(e) => eprintln!("throughput: bare loop agent skipped: {e}"),
     }
 
     let started = Instant::now();
+    let mut deadline = Duration::ZERO;
+    if only.table() {
+        deadline += RUN_DEADLINE;
+    }
+    if only.has("concurrent") {
+        // Per variant: creating the sessions, the limit, the exit, loading back.
+        deadline += 2 * (concurrent_settings.limit + Duration::from_secs(600));
+    }
+    if only.has("startup") {
+        deadline += Duration::from_secs(900);
+    }
     thread::spawn(move || {
-        thread::sleep(RUN_DEADLINE);
-        eprintln!("throughput: gave up after {RUN_DEADLINE:?}");
+        thread::sleep(deadline);
+        eprintln!("throughput: gave up after {deadline:?}");
         std::process::exit(2);
     });
 
     let load_before = load_average();
-    let columns = measure(&agents);
-    eprintln!("throughput: baseline");
-    let baseline = baseline(STREAM_N);
-    let load_after = load_average();
-    print_table(&columns, baseline);
-    print_recording(&columns);
-    println!("load average (1 min) before/after the measurements: {load_before} / {load_after}");
+    if only.table() {
+        let columns = measure(&agents, &only);
+        let baseline = if only.has("stream") {
+            eprintln!("throughput: baseline");
+            baseline(STREAM_N)
+        } else {
+            None
+        };
+        let load_after = load_average();
+        print_table(&columns, baseline);
+        print_recording(&columns);
+        println!(
+            "load average (1 min) before/after the measurements: {load_before} / {load_after}"
+        );
+    }
+    let watchdog = Watchdog::new();
+    if only.has("concurrent") {
+        let load_before = load_average();
+        let runs = run_concurrent(&agents, &concurrent_settings, &watchdog);
+        let load_after = load_average();
+        report_store::print_concurrent(&runs, &concurrent_settings);
+        println!("load average (1 min) before/after: {load_before} / {load_after}");
+    }
+    if only.has("startup") {
+        let load_before = load_average();
+        let samples = run_startup(&agents, startup_runs, startup_sessions, &watchdog);
+        let load_after = load_average();
+        report_store::print_startup(&samples, startup_runs, startup_sessions);
+        println!("load average (1 min) before/after: {load_before} / {load_after}");
+    }
     eprintln!(
         "throughput: measured in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -153,6 +286,88 @@ fn main() {
 
 fn skipped(var: &str) -> bool {
     std::env::var_os(var).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The concurrent-sessions workload on ours without and with the store (in that order).
+fn run_concurrent(
+    agents: &[Impl],
+    settings: &concurrent::Settings,
+    watchdog: &Watchdog,
+) -> Vec<(&'static str, Result<concurrent::Run, String>)> {
+    let mut runs = Vec::new();
+    for name in ["ours, no store", "ours"] {
+        let Some(agent) = agents.iter().find(|a| a.name == name) else {
+            continue;
+        };
+        eprintln!(
+            "throughput: {name}: {} sessions x stream {} at once",
+            settings.sessions, settings.chunks
+        );
+        let run = concurrent::concurrent(agent, settings, name == "ours", watchdog);
+        if let Err(e) = &run {
+            eprintln!("throughput: problem: {name}: concurrent: {e}");
+        }
+        runs.push((name, run.map_err(|e| e.to_string())));
+    }
+    runs
+}
+
+/// The startup workload: ours without a store, on a fresh data directory, on a database
+/// holding `sessions` sessions, and the official SDKs' agents.
+fn run_startup(
+    agents: &[Impl],
+    runs: usize,
+    sessions: usize,
+    watchdog: &Watchdog,
+) -> Vec<startup::Samples> {
+    use startup::{Data, Variant};
+    let find = |name: &str| agents.iter().find(|a| a.name == name);
+    let mut variants = Vec::new();
+    if let Some(agent) = find("ours, no store") {
+        variants.push(Variant {
+            name: "ours, no store",
+            agent,
+            data: Data::Shared,
+        });
+    }
+    let existing = match DataDir::fresh("startup-existing") {
+        Ok(dir) => Some(dir),
+        Err(e) => {
+            eprintln!("throughput: startup: no data directory: {e}");
+            None
+        }
+    };
+    if let Some(agent) = find("ours") {
+        variants.push(Variant {
+            name: "ours, store: first run",
+            agent,
+            data: Data::Fresh,
+        });
+        if let Some(dir) = &existing {
+            eprintln!(
+                "throughput: startup: recording {sessions} sessions for the existing database"
+            );
+            match concurrent::populate(agent, dir, sessions, 10, watchdog) {
+                Ok(()) => variants.push(Variant {
+                    name: "ours, store: existing database",
+                    agent,
+                    data: Data::At(dir.path()),
+                }),
+                Err(e) => eprintln!("throughput: startup: cannot fill the database: {e}"),
+            }
+        }
+    }
+    for name in ["official Rust SDK", "official TS SDK"] {
+        if let Some(agent) = find(name) {
+            variants.push(Variant {
+                name: agent.name,
+                agent,
+                data: Data::Shared,
+            });
+        }
+    }
+    eprintln!("throughput: startup x{runs}");
+    startup::startup(&variants, runs, watchdog)
 }
 
 #[derive(Default)]
@@ -178,10 +393,47 @@ impl Column {
 
 /// Runs every workload on every agent, interleaved round by round so that a burst of other
 /// load on the machine spreads over all columns instead of landing on one.
-fn measure(agents: &[Impl]) -> Vec<Column> {
+fn measure(agents: &[Impl], only: &Only) -> Vec<Column> {
     let mut columns: Vec<Column> = agents.iter().map(|_| Column::default()).collect();
-    for run in 0..STREAM_RUNS {
+    for (agent, column) in agents.iter().zip(&mut columns) {
+        column.name = agent.name;
+    }
+    if only.has("stream") {
+        stream_runs(agents, &mut columns);
+    }
+    for round in 0..LATENCY_ROUNDS {
         for (agent, column) in agents.iter().zip(&mut columns) {
+            if only.has("permission") {
+                eprintln!(
+                    "throughput: {}: permission {PERMISSION_N} (round {})",
+                    agent.name,
+                    round + 1
+                );
+                match permission(agent, PERMISSION_N) {
+                    Ok(gaps) => column.permission.extend(gaps),
+                    Err(e) => column.problem(format!("permission {PERMISSION_N}: {e}")),
+                }
+            }
+            if only.has("cancel") {
+                eprintln!(
+                    "throughput: {}: cancel x{CANCEL_RUNS} (round {})",
+                    agent.name,
+                    round + 1
+                );
+                match cancel(agent, CANCEL_RUNS) {
+                    Ok(samples) => column.cancel.extend(samples),
+                    Err(e) => column.problem(format!("cancel: {e}")),
+                }
+            }
+        }
+    }
+    columns
+}
+
+/// The stream workloads: `stream 100000` 3 times per agent, then `stream 10000` once.
+fn stream_runs(agents: &[Impl], columns: &mut [Column]) {
+    for run in 0..STREAM_RUNS {
+        for (agent, column) in agents.iter().zip(columns.iter_mut()) {
             eprintln!(
                 "throughput: {}: stream {STREAM_N} (run {})",
                 agent.name,
@@ -196,37 +448,11 @@ fn measure(agents: &[Impl]) -> Vec<Column> {
             }
         }
     }
-    for (agent, column) in agents.iter().zip(&mut columns) {
+    for (agent, column) in agents.iter().zip(columns.iter_mut()) {
         eprintln!("throughput: {}: stream {STREAM_SMALL_N}", agent.name);
         match stream(agent, STREAM_SMALL_N) {
             Ok((_, rss)) => column.rss_small_kib = Some(rss),
             Err(e) => column.problem(format!("stream {STREAM_SMALL_N}: {e}")),
         }
     }
-    for round in 0..LATENCY_ROUNDS {
-        for (agent, column) in agents.iter().zip(&mut columns) {
-            eprintln!(
-                "throughput: {}: permission {PERMISSION_N} (round {})",
-                agent.name,
-                round + 1
-            );
-            match permission(agent, PERMISSION_N) {
-                Ok(gaps) => column.permission.extend(gaps),
-                Err(e) => column.problem(format!("permission {PERMISSION_N}: {e}")),
-            }
-            eprintln!(
-                "throughput: {}: cancel x{CANCEL_RUNS} (round {})",
-                agent.name,
-                round + 1
-            );
-            match cancel(agent, CANCEL_RUNS) {
-                Ok(samples) => column.cancel.extend(samples),
-                Err(e) => column.problem(format!("cancel: {e}")),
-            }
-        }
-    }
-    for (agent, column) in agents.iter().zip(&mut columns) {
-        column.name = agent.name;
-    }
-    columns
 }

@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use crate::{CANCEL_RUNS, Column, LATENCY_ROUNDS, PERMISSION_N};
 
-struct Stats {
-    mean: Duration,
-    p50: Duration,
-    p99: Duration,
+pub(crate) struct Stats {
+    pub(crate) mean: Duration,
+    pub(crate) p50: Duration,
+    pub(crate) p99: Duration,
 }
 
 impl Stats {
-    fn of(samples: &[Duration]) -> Option<Stats> {
+    pub(crate) fn of(samples: &[Duration]) -> Option<Stats> {
         let mut samples = samples.to_vec();
         if samples.is_empty() {
             return None;
@@ -191,7 +191,7 @@ pub(crate) fn load_average() -> String {
         .unwrap_or_else(|| "?".to_owned())
 }
 
-fn mib(kib: u64) -> f64 {
+pub(crate) fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
