@@ -47,7 +47,7 @@ pub struct Modes;
 #[acp::agent(name = "modes", title = "Modes", modes = Mode, config(Tone))]
 impl Modes {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
-        let mode = format!("{:?}", cx.mode::<Mode>()).to_lowercase();
+        let mode = format!("{:?}", cx.mode::<Mode>()?).to_lowercase();
         say(cx, format!("[{mode} mode] You said: {}", prompt.text())).await
     }
 
@@ -109,7 +109,7 @@ impl Modes {
 
     /// Ask mode never edits: refuses a tool that would, before the user is asked.
     fn may_edit(&self, cx: &Session) -> acp::Result<()> {
-        match cx.mode::<Mode>() {
+        match cx.mode::<Mode>()? {
             Mode::Code => Ok(()),
             Mode::Ask => Err(acp::Error::msg(
                 "ask mode never edits; switch to code mode (/code) first",
@@ -124,7 +124,7 @@ struct Notes(std::sync::Mutex<Vec<String>>);
 
 /// Answers in the session's tone.
 async fn say(cx: &Session, reply: String) -> acp::Result<StopReason> {
-    let reply = match cx.config::<Tone>() {
+    let reply = match cx.config::<Tone>()? {
         Tone::Cheerful => format!("{reply} 🎉"),
         Tone::Plain => reply,
     };

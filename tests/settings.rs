@@ -44,9 +44,9 @@ impl Declared {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
         let said = format!(
             "{:?} {:?} {} {}",
-            cx.mode::<Mode>(),
-            cx.config::<Model>(),
-            cx.config::<Brave>().0,
+            cx.mode::<Mode>()?,
+            cx.config::<Model>()?,
+            cx.config::<Brave>()?.0,
             prompt.text()
         );
         cx.message(said).await?;
@@ -317,8 +317,20 @@ struct Undeclared;
 
 #[acp::agent(name = "undeclared")]
 impl Undeclared {
+    /// `mode`, `model`, `set model`: reads or sets a setting it does not declare, saying the
+    /// error; `mode?`: the same, passed on with `?`. Anything else is echoed.
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
-        cx.message(prompt.text()).await?;
+        let said = match prompt.text().as_str() {
+            "mode" => cx.mode::<Mode>().map(|m| format!("{m:?}")),
+            "model" => cx.config::<Model>().map(|m| format!("{m:?}")),
+            "set model" => cx.set_config(Model::Deep).await.map(|()| "set".into()),
+            "mode?" => Ok(format!("{:?}", cx.mode::<Mode>()?)),
+            text => Ok(text.to_owned()),
+        };
+        match said {
+            Ok(said) => cx.message(said).await?,
+            Err(e) => cx.message(format!("error: {e}")).await?,
+        }
         Ok(StopReason::EndTurn)
     }
 }
@@ -388,7 +400,7 @@ impl Gated {
 
     /// Commits only in code mode.
     fn may_commit(&self, cx: &Session) -> acp::Result<()> {
-        match cx.mode::<Mode>() {
+        match cx.mode::<Mode>()? {
             Mode::Code => Ok(()),
             Mode::Ask => Err(acp::Error::msg(
                 "not in ask mode: switch to code mode to commit",
@@ -453,4 +465,38 @@ async fn a_tool_check_refuses_typed_and_by_name_calls_before_permission_is_asked
             "{prompt}"
         );
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn reading_a_setting_the_agent_does_not_declare_is_an_error_saying_how_to_declare_it() {
+    let client = TestClient::builder().connect(Undeclared).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    assert_eq!(
+        session.prompt("mode").await.unwrap().text(),
+        "error: `settings::Mode` is not one of this agent's settings, so the session has no \
+         value for it: declare it with `#[acp::agent(modes = Mode)]`"
+    );
+    assert_eq!(
+        session.prompt("model").await.unwrap().text(),
+        "error: `settings::Model` is not one of this agent's settings, so the session has no \
+         value for it: declare it with `#[acp::agent(config(Model))]`"
+    );
+    let said = session.prompt("set model").await.unwrap().text();
+    assert!(said.ends_with("`#[acp::agent(config(Model))]`"), "{said}");
+    // Passed on with `?`, it fails the turn with the same message.
+    let turn = session.prompt("mode?").await.unwrap();
+    assert_eq!(turn.error_code(), Some(-32603));
+    let err = turn.answer().unwrap_err().to_string();
+    assert!(
+        err.contains("declare it with `#[acp::agent(modes = Mode)]`"),
+        "{err}"
+    );
+
+    // A declared agent reads the same types.
+    let client = TestClient::builder().connect(Declared).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    assert_eq!(
+        session.prompt("hi").await.unwrap().text(),
+        "Ask Fast false hi"
+    );
 }
