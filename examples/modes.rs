@@ -6,7 +6,10 @@
 //!   mode picker or config UI, or by the agent itself (`/code`, `/ask`);
 //! - **slash commands**: each `#[acp::command]` method is advertised when the session starts
 //!   (its doc comment is the description) and runs when a prompt starts with `/name`;
-//! - a **config option** (`tone`: plain or cheerful) set from the editor's settings UI.
+//! - a **config option** (`tone`: plain or cheerful) set from the editor's settings UI;
+//! - a **tool gated on the mode**: `/note <text>` saves a note through a tool that asks the
+//!   user first, but only in code mode: in ask mode its `check` refuses the call before the
+//!   user is asked (also when a model calls the tool by name).
 //!
 //! The runtime validates what the editor sends (an unknown mode or value is `-32602` naming
 //! the valid ones), keeps the modes and the `mode` config option in step, and saves the
@@ -44,7 +47,7 @@ pub struct Modes;
 #[acp::agent(name = "modes", title = "Modes", modes = Mode, config(Tone))]
 impl Modes {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
-        let mode = format!("{:?}", cx.mode::<Mode>()).to_lowercase();
+        let mode = format!("{:?}", cx.mode::<Mode>()?).to_lowercase();
         say(cx, format!("[{mode} mode] You said: {}", prompt.text())).await
     }
 
@@ -57,7 +60,7 @@ impl Modes {
             .map(|c| format!("/{}", c.name))
             .collect();
         let help = format!(
-            "Commands: {}. Modes: ask (answers only), code (may edit).",
+            "Commands: {}. Modes: ask (answers only), code (may edit: /note).",
             commands.join(", ")
         );
         say(cx, help).await
@@ -82,11 +85,46 @@ impl Modes {
     async fn echo(&self, cx: &Session, text: String) -> acp::Result<StopReason> {
         say(cx, text).await
     }
+
+    /// Save a note (code mode only).
+    #[acp::command(hint = "the note")]
+    async fn note(&self, cx: &Session, text: String) -> acp::Result<StopReason> {
+        let reply = match self.save_note(cx, text).await {
+            Ok(saved) => saved,
+            Err(acp::Error::PermissionDenied) => "Okay, not saved.".to_owned(),
+            // The check's refusal: the tool call shows it too.
+            Err(e) => format!("Not saved: {e}"),
+        };
+        say(cx, reply).await
+    }
+
+    /// Saves a note in this session, after asking the user; refused in ask mode.
+    #[acp::tool(kind = "edit", title = "Save a note", permission, check = Self::may_edit)]
+    async fn save_note(&self, cx: &Session, text: String) -> acp::Result<String> {
+        let notes = cx.state::<Notes>();
+        let mut notes = notes.0.lock().unwrap_or_else(|e| e.into_inner());
+        notes.push(text);
+        Ok(format!("Saved ({} notes).", notes.len()))
+    }
+
+    /// Ask mode never edits: refuses a tool that would, before the user is asked.
+    fn may_edit(&self, cx: &Session) -> acp::Result<()> {
+        match cx.mode::<Mode>()? {
+            Mode::Code => Ok(()),
+            Mode::Ask => Err(acp::Error::msg(
+                "ask mode never edits; switch to code mode (/code) first",
+            )),
+        }
+    }
 }
+
+/// The notes of a session.
+#[derive(Default)]
+struct Notes(std::sync::Mutex<Vec<String>>);
 
 /// Answers in the session's tone.
 async fn say(cx: &Session, reply: String) -> acp::Result<StopReason> {
-    let reply = match cx.config::<Tone>() {
+    let reply = match cx.config::<Tone>()? {
         Tone::Cheerful => format!("{reply} 🎉"),
         Tone::Plain => reply,
     };

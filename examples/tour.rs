@@ -95,9 +95,9 @@ impl Tour {
         let extra = prompt.images().count() + prompt.audio().count() + prompt.resources().count();
         let reply = format!(
             "[{:?}, {:?}{}] {} ({extra} attachments)",
-            cx.mode::<Mode>(),
-            cx.config::<Model>(),
-            if cx.config::<Brave>().0 {
+            cx.mode::<Mode>()?,
+            cx.config::<Model>()?,
+            if cx.config::<Brave>()?.0 {
                 ", brave"
             } else {
                 ""

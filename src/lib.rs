@@ -269,6 +269,7 @@ pub use acp_macros::agent;
 /// | `kind = "…"` | the icon the client shows: `read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`, `switch_mode`, `other` | `other` |
 /// | `title = "…"` | the title shown, with `{param}` placeholders filled from the arguments (`{{`/`}}` for braces); placeholders are checked at compile time | the tool's name |
 /// | `permission` (or `permission = bool`) | ask the user before running | no |
+/// | `check = Self::may_run` | a method of the impl, `fn may_run(&self, cx: &Session) -> acp::Result<()>` (or `async fn`), run before the permission request: an `Err` refuses the call (shown failed with the error's message, the user is not asked, the body does not run, the call returns the error) | none |
 /// | `name = "…"` | the tool's name for calls by name (1–64 of `A-Za-z0-9_-`, unique) | the method's name |
 /// | `requires(terminal, fs, fs_read, fs_write)` | client capabilities the tool cannot run without: with a client lacking one, the tool is left out of [`Session::tools`] and a call fails with [`Error::Unsupported`] before anything is sent | none |
 ///
@@ -295,15 +296,17 @@ pub use acp_macros::agent;
 /// (`self.write(cx, …).await`) and a call by name run the same lifecycle:
 ///
 /// 1. `tool_call` (pending) with the title, kind, `rawInput` and locations;
-/// 2. with `permission`, `session/request_permission` offering allow once / allow always /
+/// 2. with `check`, the check: an error fails the call with its message and is returned, so
+///    a tool refused in the session's state (e.g. its mode) never reaches the user;
+/// 3. with `permission`, `session/request_permission` offering allow once / allow always /
 ///    reject once / reject always (option ids `allow_once`, `allow_always`, `reject_once`,
 ///    `reject_always`); an *always* answer is remembered for this tool in this session and
 ///    not asked again; a rejection fails the call and returns [`Error::PermissionDenied`];
-/// 3. `tool_call_update` in progress;
-/// 4. the body, raced with the turn's cancellation (a cancelled turn fails the call and
+/// 4. `tool_call_update` in progress;
+/// 5. the body, raced with the turn's cancellation (a cancelled turn fails the call and
 ///    returns [`Error::Cancelled`]) and guarded against panics (the call fails, an error is
 ///    returned, the process lives on);
-/// 5. `tool_call_update` completed with the output, or failed with the error's message.
+/// 6. `tool_call_update` completed with the output, or failed with the error's message.
 ///
 /// Called by name with arguments that do not fit, the call is shown failed and returns
 /// [`Error::InvalidParams`] describing every problem, ready to hand back to a model.

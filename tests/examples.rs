@@ -358,7 +358,7 @@ async fn modes_advertises_modes_commands_and_a_config_option() {
                 .as_array()
                 .unwrap()
                 .len()
-                == 4
+                == 5
     });
     assert!(announced);
 }
@@ -390,6 +390,19 @@ async fn modes_switches_from_the_mode_picker_and_from_a_slash_command() {
         session.prompt("/echo hi there").await.unwrap().text(),
         "hi there"
     );
+    // Ask mode: the tool's check refuses the call before the user is asked.
+    let turn = session.prompt("/note milk").await.unwrap();
+    assert_eq!(
+        turn.text(),
+        "Not saved: ask mode never edits; switch to code mode (/code) first"
+    );
+    assert!(turn.permission_requests().is_empty());
+    assert_eq!(turn.tool_calls()[0].status(), Some(Failed));
+    // Code mode: asked, then saved.
+    session.set_mode("code").await.unwrap();
+    let turn = session.prompt("/note milk").await.unwrap();
+    assert_eq!(turn.text(), "Saved (1 notes).");
+    assert_eq!(turn.permission_requests().len(), 1);
 }
 
 #[tokio::test]

@@ -56,7 +56,7 @@ const NAME: &str = "full-agent";
 #[acp::agent(name = NAME, title = format!("Full {}", 1), version = "9.9.9", prompt(image, embedded_context), modes = FullMode)]
 impl Full {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
-        let mode = cx.mode::<FullMode>();
+        let mode = cx.mode::<FullMode>()?;
         cx.message(format!("{} [{mode:?}]", prompt.text())).await?;
         Ok(StopReason::EndTurn)
     }

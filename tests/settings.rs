@@ -1,7 +1,8 @@
 //! Modes, config options and slash commands declared on types and methods, answered by the
 //! runtime: advertised exactly when declared, validated (`-32602` naming the valid values),
 //! kept in step (modes ↔ the `mode` option), changed by the agent with the client told, and
-//! kept with the session's history. In process, through `acp::testing`.
+//! kept with the session's history; and tools gated on the mode by a check that refuses them
+//! before the user is asked. In process, through `acp::testing`.
 
 use std::sync::Arc;
 
@@ -43,9 +44,9 @@ impl Declared {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
         let said = format!(
             "{:?} {:?} {} {}",
-            cx.mode::<Mode>(),
-            cx.config::<Model>(),
-            cx.config::<Brave>().0,
+            cx.mode::<Mode>()?,
+            cx.config::<Model>()?,
+            cx.config::<Brave>()?.0,
             prompt.text()
         );
         cx.message(said).await?;
@@ -316,8 +317,20 @@ struct Undeclared;
 
 #[acp::agent(name = "undeclared")]
 impl Undeclared {
+    /// `mode`, `model`, `set model`: reads or sets a setting it does not declare, saying the
+    /// error; `mode?`: the same, passed on with `?`. Anything else is echoed.
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
-        cx.message(prompt.text()).await?;
+        let said = match prompt.text().as_str() {
+            "mode" => cx.mode::<Mode>().map(|m| format!("{m:?}")),
+            "model" => cx.config::<Model>().map(|m| format!("{m:?}")),
+            "set model" => cx.set_config(Model::Deep).await.map(|()| "set".into()),
+            "mode?" => Ok(format!("{:?}", cx.mode::<Mode>()?)),
+            text => Ok(text.to_owned()),
+        };
+        match said {
+            Ok(said) => cx.message(said).await?,
+            Err(e) => cx.message(format!("error: {e}")).await?,
+        }
         Ok(StopReason::EndTurn)
     }
 }
@@ -345,4 +358,145 @@ async fn without_declarations_nothing_is_offered_and_the_methods_are_not_found()
     // No commands advertised; `/x` is text.
     assert_eq!(session.prompt("/x").await.unwrap().text(), "/x");
     assert!(session.view().commands.is_empty());
+}
+
+/// An agent whose `commit` and `push` are refused in ask mode, before the user is asked.
+struct Gated;
+
+#[acp::agent(name = "gated", modes = Mode)]
+impl Gated {
+    /// `commit <message>` (a typed call), `call <tool> <message>` (a call by name).
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+        let text = prompt.text();
+        let outcome = match text.split_once(' ') {
+            Some(("commit", message)) => self.commit(cx, message.to_owned()).await,
+            Some(("call", rest)) => {
+                let (tool, message) = rest.split_once(' ').unwrap_or((rest, ""));
+                let output = cx.call_tool(tool, json!({ "message": message })).await;
+                output.map(|o| o.to_text())
+            }
+            _ => Err(acp::Error::msg(
+                "say `commit <message>` or `call <tool> <message>`",
+            )),
+        };
+        match outcome {
+            Ok(text) => cx.message(text).await?,
+            Err(e) => cx.message(format!("refused: {e}")).await?,
+        }
+        Ok(StopReason::EndTurn)
+    }
+
+    /// Commits the staged changes.
+    #[acp::tool(kind = "execute", title = "Commit", permission, check = Self::may_commit)]
+    async fn commit(&self, _cx: &Session, message: String) -> acp::Result<String> {
+        Ok(format!("committed: {message}"))
+    }
+
+    /// Pushes the branch.
+    #[acp::tool(kind = "execute", title = "Push", permission, check = Self::may_push)]
+    async fn push(&self, _cx: &Session, message: String) -> acp::Result<String> {
+        Ok(format!("pushed: {message}"))
+    }
+
+    /// Commits only in code mode.
+    fn may_commit(&self, cx: &Session) -> acp::Result<()> {
+        match cx.mode::<Mode>()? {
+            Mode::Code => Ok(()),
+            Mode::Ask => Err(acp::Error::msg(
+                "not in ask mode: switch to code mode to commit",
+            )),
+        }
+    }
+
+    /// The same, as an `async fn`.
+    async fn may_push(&self, cx: &Session) -> acp::Result<()> {
+        tokio::task::yield_now().await;
+        self.may_commit(cx)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_check_refuses_typed_and_by_name_calls_before_permission_is_asked() {
+    let client = TestClient::builder().connect(Gated).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    let refused = "refused: not in ask mode: switch to code mode to commit";
+    for (prompt, title) in [
+        ("commit fix", "Commit"),
+        ("call commit fix", "Commit"),
+        ("call push fix", "Push"),
+    ] {
+        let turn = session.prompt(prompt).await.unwrap();
+        assert_eq!(turn.text(), refused, "{prompt}");
+        assert!(turn.permission_requests().is_empty(), "{prompt}: asked");
+        let calls = turn.tool_calls();
+        let [call] = &calls[..] else {
+            panic!("{prompt}: {calls:?}")
+        };
+        // Shown, then failed with the check's message: never asked, never in progress.
+        assert_eq!(call.title, title);
+        assert_eq!(
+            call.statuses,
+            [
+                acp::schema::ToolCallStatus::Pending,
+                acp::schema::ToolCallStatus::Failed
+            ],
+            "{prompt}"
+        );
+        assert_eq!(
+            call.text(),
+            "not in ask mode: switch to code mode to commit"
+        );
+    }
+
+    // Allowed by the check: the user is asked, then the tool runs.
+    session.set_mode("code").await.unwrap();
+    for (prompt, answer) in [
+        ("commit fix", "committed: fix"),
+        ("call commit fix", "committed: fix"),
+        ("call push fix", "pushed: fix"),
+    ] {
+        let turn = session.prompt(prompt).await.unwrap();
+        assert_eq!(turn.text(), answer, "{prompt}");
+        assert_eq!(turn.permission_requests().len(), 1, "{prompt}");
+        let calls = turn.tool_calls();
+        assert_eq!(
+            calls[0].status(),
+            Some(acp::schema::ToolCallStatus::Completed),
+            "{prompt}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn reading_a_setting_the_agent_does_not_declare_is_an_error_saying_how_to_declare_it() {
+    let client = TestClient::builder().connect(Undeclared).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    assert_eq!(
+        session.prompt("mode").await.unwrap().text(),
+        "error: `settings::Mode` is not one of this agent's settings, so the session has no \
+         value for it: declare it with `#[acp::agent(modes = Mode)]`"
+    );
+    assert_eq!(
+        session.prompt("model").await.unwrap().text(),
+        "error: `settings::Model` is not one of this agent's settings, so the session has no \
+         value for it: declare it with `#[acp::agent(config(Model))]`"
+    );
+    let said = session.prompt("set model").await.unwrap().text();
+    assert!(said.ends_with("`#[acp::agent(config(Model))]`"), "{said}");
+    // Passed on with `?`, it fails the turn with the same message.
+    let turn = session.prompt("mode?").await.unwrap();
+    assert_eq!(turn.error_code(), Some(-32603));
+    let err = turn.answer().unwrap_err().to_string();
+    assert!(
+        err.contains("declare it with `#[acp::agent(modes = Mode)]`"),
+        "{err}"
+    );
+
+    // A declared agent reads the same types.
+    let client = TestClient::builder().connect(Declared).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    assert_eq!(
+        session.prompt("hi").await.unwrap().text(),
+        "Ask Fast false hi"
+    );
 }

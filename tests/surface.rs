@@ -1,14 +1,15 @@
 //! The rest of a session's surface, through the runtime, in process: authentication
 //! (methods offered by client capability, the auth-required gate, logout), extension methods
 //! both ways, `_meta` on requests and answers, prompt content the agent did not advertise,
-//! title / usage / message ids, handles kept outside a turn, and tools that need a client
-//! capability.
+//! title / usage / message ids, handles kept outside a turn, tools that need a client
+//! capability, and the terminal a tool embeds kept beside what it returns.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use acp::schema::{
-    AuthMethod, AuthMethodAgent, AuthMethodId, AuthMethodTerminal, Cost, SessionUpdate, UsageUpdate,
+    self, AuthMethod, AuthMethodAgent, AuthMethodId, AuthMethodTerminal, Cost, SessionUpdate,
+    ToolCallContent, UsageUpdate,
 };
 use acp::testing::{MemoryFs, TerminalStub, TestClient};
 use acp::{Client, Prompt, Session, StopReason};
@@ -84,10 +85,13 @@ impl Surface {
                 let names: Vec<_> = cx.tools().await.into_iter().map(|t| t.name).collect();
                 cx.message(names.join(",")).await?;
             }
-            "run" => match cx.call_tool("run", json!({"command": "ls"})).await {
-                Ok(output) => cx.message(output.to_text()).await?,
-                Err(e) => cx.message(format!("error: {e}")).await?,
-            },
+            line if line == "run" || line.starts_with("run ") => {
+                let command = line.strip_prefix("run ").unwrap_or("ls");
+                match cx.call_tool("run", json!({ "command": command })).await {
+                    Ok(output) => cx.message(output.to_text()).await?,
+                    Err(e) => cx.message(format!("error: {e}")).await?,
+                }
+            }
             _ => {
                 cx.message(format!("{} blocks: {text}", prompt.blocks().len()))
                     .await?
@@ -145,11 +149,14 @@ impl Surface {
         Ok(())
     }
 
-    /// Runs a command in the editor's terminal.
+    /// Runs a command in the editor's terminal; fails unless it exits 0.
     #[acp::tool(kind = "execute", requires(terminal))]
     async fn run(&self, cx: &Session, command: String) -> acp::Result<String> {
         let term = cx.terminal().create(command, Vec::<String>::new()).await?;
-        term.wait_for_exit().await?;
+        let status = term.wait_for_exit().await?;
+        if status.exit_code != Some(0) {
+            return Err(acp::Error::msg(format!("exit code {:?}", status.exit_code)));
+        }
         Ok(term.output().await?.output)
     }
 
@@ -476,4 +483,49 @@ async fn tools_that_need_a_capability_the_client_lacks_are_hidden_and_fail_befor
     let turn = session.prompt("run").await.unwrap();
     assert_eq!(turn.text(), "a b");
     assert_eq!(turn.tool_calls().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_that_returns_a_value_keeps_the_terminal_it_embedded_and_shows_the_value_after_it() {
+    let stub = TerminalStub::new()
+        .command("ls", TerminalStub::new().output("a b"))
+        .command("false", TerminalStub::new().output("oops").exit_code(1));
+    let client = logged_in(TestClient::builder().terminal(stub)).await;
+    let session = client.new_session().await.unwrap();
+
+    let turn = session.prompt("run ls").await.unwrap();
+    assert_eq!(turn.text(), "a b");
+    let calls = turn.tool_calls();
+    let [call] = &calls[..] else {
+        panic!("{calls:?}")
+    };
+    assert_eq!(call.status(), Some(schema::ToolCallStatus::Completed));
+    // The editor keeps showing the terminal, and the returned text after it.
+    let [
+        ToolCallContent::Terminal(terminal),
+        ToolCallContent::Content(text),
+    ] = &call.content[..]
+    else {
+        panic!("{:?}", call.content)
+    };
+    assert_eq!(text.content, schema::ContentBlock::from("a b"));
+    assert_eq!(client.terminals_created().len(), 1);
+
+    // A tool that fails after running a command keeps it too, the error after it.
+    let turn = session.prompt("run false").await.unwrap();
+    assert_eq!(turn.text(), "error: exit code Some(1)");
+    let calls = turn.tool_calls();
+    let [call] = &calls[..] else {
+        panic!("{calls:?}")
+    };
+    assert_eq!(call.status(), Some(schema::ToolCallStatus::Failed));
+    let [
+        ToolCallContent::Terminal(failed),
+        ToolCallContent::Content(_),
+    ] = &call.content[..]
+    else {
+        panic!("{:?}", call.content)
+    };
+    assert_ne!(failed.terminal_id, terminal.terminal_id);
+    assert_eq!(call.text(), "exit code Some(1)");
 }

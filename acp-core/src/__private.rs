@@ -3,7 +3,8 @@
 
 pub use crate::tools::by_name::{Args, by_name, into_error, unknown_tool};
 pub use crate::tools::checks::{
-    ArgDeserialize, ArgSchema, ArgSerialize, Ret, ToolError, ToolReturn, box_send, ret, send,
+    ArgDeserialize, ArgSchema, ArgSerialize, AsyncCheck, AsyncCheckFn, CheckFuture, Ret, SyncCheck,
+    ToolCheck, ToolError, ToolReturn, box_send, no_check, ret, run_check, send,
 };
 pub use crate::tools::lifecycle::run_tool;
 pub use crate::tools::schema::{Def, def};

@@ -57,6 +57,7 @@ pub(crate) fn agent(agent: &Agent, errors: &mut Errors) {
                     );
                 }
                 self::tool(tool, &f.sig, errors);
+                tool_check(tool, agent, errors);
             }
             Role::Command(command) => {
                 if let Some(method) = Method::find(&command.method.to_string()) {
@@ -301,6 +302,31 @@ fn tool(tool: &Tool, sig: &Signature, errors: &mut Errors) {
             );
         }
     }
+}
+
+/// `check = Self::name` must name a method of this impl (any other path is the compiler's to
+/// resolve); its signature is checked by the compiler, through the expansion.
+fn tool_check(tool: &Tool, agent: &Agent, errors: &mut Errors) {
+    let Some(path) = &tool.check else {
+        return;
+    };
+    let segments: Vec<_> = path.segments.iter().collect();
+    let [first, name] = segments[..] else {
+        return;
+    };
+    if path.leading_colon.is_some() || first.ident != "Self" || !name.arguments.is_none() {
+        return;
+    }
+    let name = &name.ident;
+    if agent.fns.iter().any(|f| f.sig.ident == *name) {
+        return;
+    }
+    errors.at(
+        path,
+        format!(
+            "`{name}` is not a method of this impl: add `fn {name}(&self, cx: &acp::Session) -> acp::Result<()>` (or `async fn`) to it; it runs before the permission request, and an `Err` refuses the call"
+        ),
+    );
 }
 
 /// Two tools with one name, unless their `#[cfg(...)]`s differ (`#[cfg(unix)]` and

@@ -126,11 +126,11 @@ pub(crate) const GENERATED: &[(&str, &str)] = &[
     ),
     (
         "set_mode",
-        "the runtime answers `session/set_mode` from the declared modes: remove `fn set_mode`, derive `acp::Modes` on an enum of the modes and write `#[acp::agent(modes = MyModes)]`; read the mode with `cx.mode::<MyModes>()`",
+        "the runtime answers `session/set_mode` from the declared modes: remove `fn set_mode`, derive `acp::Modes` on an enum of the modes and write `#[acp::agent(modes = MyModes)]`; read the mode with `cx.mode::<MyModes>()?`",
     ),
     (
         "set_config_option",
-        "the runtime answers `session/set_config_option` from the declared options: remove `fn set_config_option`, derive `acp::ConfigOption` on each option's type and write `#[acp::agent(config(MyOption, …))]`; read one with `cx.config::<MyOption>()`",
+        "the runtime answers `session/set_config_option` from the declared options: remove `fn set_config_option`, derive `acp::ConfigOption` on each option's type and write `#[acp::agent(config(MyOption, …))]`; read one with `cx.config::<MyOption>()?`",
     ),
     (
         "settings",

@@ -94,6 +94,8 @@ pub(crate) struct Tool {
     pub title: Option<LitStr>,
     pub name: Option<LitStr>,
     pub permission: bool,
+    /// `check = path`: the function that may refuse a call before permission is asked.
+    pub check: Option<syn::Path>,
     pub method: Ident,
     /// The doc comment, `# Arguments` left out.
     pub description: String,

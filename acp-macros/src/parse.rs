@@ -19,7 +19,7 @@ const AGENT_OPTIONS: &str = "`name`, `title`, `version`, `prompt`, `modes`, `con
 /// The flags of `prompt(...)`.
 const PROMPT_OPTIONS: &str = "`image`, `audio`, `embedded_context`";
 /// The options of `#[acp::tool]`.
-const TOOL_OPTIONS: &str = "`kind`, `title`, `permission`, `name`, `requires`";
+const TOOL_OPTIONS: &str = "`kind`, `title`, `permission`, `check`, `name`, `requires`";
 /// The options of `#[acp::command]`.
 const COMMAND_OPTIONS: &str = "`name`, `hint`";
 
@@ -223,6 +223,7 @@ fn tool(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Tool {
     let mut title = None;
     let mut name = None;
     let mut permission = false;
+    let mut check = None;
     let mut requires = Vec::new();
     if !matches!(attr.meta, syn::Meta::Path(_)) {
         let mut seen = Vec::new();
@@ -235,6 +236,7 @@ fn tool(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Tool {
                     permission = !meta.input.peek(syn::Token![=])
                         || meta.value()?.parse::<syn::LitBool>()?.value;
                 }
+                "check" => check = Some(meta.value()?.parse()?),
                 "requires" => {
                     meta.parse_nested_meta(|inner| {
                         match inner.path.get_ident() {
@@ -274,6 +276,7 @@ fn tool(attr: Attribute, f: &syn::ImplItemFn, errors: &mut Errors) -> Tool {
         title,
         name,
         permission,
+        check,
         method: f.sig.ident.clone(),
         description,
         cx,

@@ -196,7 +196,7 @@ impl FuzzAgent {
     /// Switches mode and tone, as an agent may at any time.
     #[acp::command(hint = "anything")]
     async fn flip(&self, cx: &Session, _input: String) -> acp::Result<StopReason> {
-        let mode = match cx.mode::<FuzzMode>() {
+        let mode = match cx.mode::<FuzzMode>()? {
             FuzzMode::Ask => FuzzMode::Code,
             FuzzMode::Code => FuzzMode::Ask,
         };

@@ -127,6 +127,27 @@ impl Values {
     }
 }
 
+/// The index of `T` among the agent's declared settings, or the error saying how to declare
+/// it.
+fn declared<T: ConfigOption>(settings: &Settings, modes: bool) -> Result<usize> {
+    let spec = T::spec();
+    if let Some(index) = settings.index_of(spec.id)
+        && settings.all().nth(index) == Some(spec)
+    {
+        return Ok(index);
+    }
+    let name = std::any::type_name::<T>();
+    let short = name.rsplit("::").next().unwrap_or(name);
+    let declare = if modes || spec.category == Some("mode") {
+        format!("modes = {short}")
+    } else {
+        format!("config({short})")
+    };
+    Err(Error::msg(format!(
+        "`{name}` is not one of this agent's settings, so the session has no value for it: declare it with `#[acp::agent({declare})]`"
+    )))
+}
+
 /// What a change of a setting tells the client.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Notify {
@@ -148,7 +169,12 @@ impl Session {
     }
 
     /// The session's current value of the config option `T` (its default until the user or
-    /// the agent changes it). A type the agent does not declare reads as its default.
+    /// the agent changes it).
+    ///
+    /// Fails when the agent does not declare `T` (`#[acp::agent(config(T))]`, or
+    /// `modes = T`): the error names the type and says what to write, and a turn that
+    /// passes it on with `?` fails with it (`-32603`), so a forgotten declaration shows up
+    /// the first time the code runs instead of reading as the default for ever.
     ///
     /// ```no_run
     /// # #[derive(Default)] struct Tone;
@@ -157,37 +183,38 @@ impl Session {
     /// #     fn to_value(&self) -> acp_core::ConfigValue { unimplemented!() }
     /// #     fn from_value(_: acp_core::ConfigValue) -> Option<Self> { None }
     /// # }
-    /// # fn turn(cx: &acp_core::Session) {
-    /// let tone: Tone = cx.config();
-    /// # }
+    /// # fn turn(cx: &acp_core::Session) -> acp_core::Result<()> {
+    /// let tone: Tone = cx.config()?;
+    /// # Ok(()) }
     /// ```
-    pub fn config<T: ConfigOption>(&self) -> T {
-        let settings = self.settings();
-        settings
-            .index_of(T::spec().id)
-            .and_then(|i| self.state.settings.get(&settings, i))
-            .and_then(T::from_value)
-            .unwrap_or_default()
+    pub fn config<T: ConfigOption>(&self) -> Result<T> {
+        self.value(false)
     }
 
-    /// The session's current mode.
-    pub fn mode<M: Modes>(&self) -> M {
-        self.config()
+    /// The session's current mode. Fails, like [`config`](Self::config), when the agent does
+    /// not declare `M` (`#[acp::agent(modes = M)]`).
+    pub fn mode<M: Modes>(&self) -> Result<M> {
+        self.value(true)
+    }
+
+    fn value<T: ConfigOption>(&self, modes: bool) -> Result<T> {
+        let settings = self.settings();
+        let index = declared::<T>(&settings, modes)?;
+        Ok(self
+            .state
+            .settings
+            .get(&settings, index)
+            .and_then(T::from_value)
+            .unwrap_or_default())
     }
 
     /// Changes the config option `T` to `value` and tells the client
     /// (`config_option_update` with every option; for the modes also
-    /// `current_mode_update`). Fails with [`Error::InvalidParams`] if the agent does not
+    /// `current_mode_update`). Fails, like [`config`](Self::config), if the agent does not
     /// declare `T`.
     pub async fn set_config<T: ConfigOption>(&self, value: T) -> Result<()> {
         let settings = self.settings();
-        let id = T::spec().id;
-        let index = settings.index_of(id).ok_or_else(|| {
-            Error::InvalidParams(format!(
-                "`{}` is not one of this agent's config options (declare it with `#[acp::agent(config({0}))]`)",
-                std::any::type_name::<T>()
-            ))
-        })?;
+        let index = declared::<T>(&settings, false)?;
         self.apply_setting(&settings, index, value.to_value(), Notify::Both)
             .await
     }

@@ -9,7 +9,8 @@ use crate::{Error, Result};
 ///
 /// A terminal created inside a tool body (`#[acp::tool]`, or
 /// [`in_tool_call`](crate::in_tool_call)) is embedded in that tool call, so the user watches
-/// its output live.
+/// its output live; it stays there when the tool returns: what the tool returns (text, a
+/// diff, JSON) or the error it fails with is shown after the terminal, not instead of it.
 ///
 /// Every method fails with [`Error::Unsupported`], without sending anything, when the client
 /// did not advertise the `terminal` capability, and with [`Error::Refused`] when it did but
@@ -73,10 +74,8 @@ impl<'a> Terminals<'a> {
             id: answer.terminal_id,
             released: false,
         };
-        // Created inside a tool body: show its live output in that tool call.
-        self.cx
-            .update_tool_call(schema::ToolCallUpdateFields::new().content(vec![terminal.content()]))
-            .await?;
+        // Created inside a tool body: show its live output in that tool call, for good.
+        self.cx.embed_in_tool_call(terminal.content()).await?;
         Ok(terminal)
     }
 }

@@ -3,8 +3,13 @@
 //! [`ToolCallGuard`] is the low-level handle: start a call, update it, finish it. A guard
 //! dropped unfinished reports the call `failed`, and the runtime fails every call still open
 //! when its turn ends, so no tool call stays pending or in progress after its turn.
+//!
+//! Content embedded in a call while its body runs (a terminal created there) stays in the
+//! call: every later content the call is given, its output or its error included, is shown
+//! after it rather than instead of it.
 
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use super::Session;
 use crate::Result;
@@ -16,36 +21,106 @@ use crate::schema::{
 };
 
 tokio::task_local! {
-    /// The tool call whose body is running on this task, and its session.
-    static CURRENT: (crate::schema::SessionId, ToolCallId);
+    /// The tool call whose body is running on this task.
+    static CURRENT: Current;
+}
+
+/// The tool call whose body is running: its session, its id, and what is embedded in it.
+#[derive(Clone)]
+struct Current {
+    session: crate::schema::SessionId,
+    id: ToolCallId,
+    embedded: Embedded,
+}
+
+/// The content embedded in a tool call while it runs (terminals), shown before any content
+/// the call is given later. Shared by the call's guard and its body.
+#[derive(Debug, Clone, Default)]
+struct Embedded(Arc<Mutex<Vec<ToolCallContent>>>);
+
+impl Embedded {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ToolCallContent>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds `content` (once); returns everything embedded so far.
+    fn add(&self, content: ToolCallContent) -> Vec<ToolCallContent> {
+        let mut embedded = self.lock();
+        if !embedded.contains(&content) {
+            embedded.push(content);
+        }
+        embedded.clone()
+    }
+
+    /// `fields` with the embedded content in front of the content they set, if they set
+    /// any (what the call shows already is left out of theirs, so it is not shown twice).
+    fn keep(&self, mut fields: ToolCallUpdateFields) -> ToolCallUpdateFields {
+        if let Some(given) = fields.content.take() {
+            let mut content = self.lock().clone();
+            let embedded = content.len();
+            for item in given {
+                if !content[..embedded].contains(&item) {
+                    content.push(item);
+                }
+            }
+            fields.content = Some(content);
+        }
+        fields
+    }
 }
 
 /// Runs `body` as the body of tool call `call`: within it,
 /// [`Session::current_tool_call`] names the call, and terminals created in the same session
-/// are embedded in it.
+/// are embedded in it (and stay in it when the call completes or fails).
 pub async fn in_tool_call<F: std::future::Future>(call: &ToolCallGuard, body: F) -> F::Output {
-    CURRENT
-        .scope((call.cx.id().clone(), call.id.clone()), body)
-        .await
+    let current = Current {
+        session: call.cx.id().clone(),
+        id: call.id.clone(),
+        embedded: call.embedded.clone(),
+    };
+    CURRENT.scope(current, body).await
 }
 
 impl Session {
     /// The tool call whose body is running, when called from inside an `#[acp::tool]` body
     /// (or [`in_tool_call`]) of this session.
     pub fn current_tool_call(&self) -> Option<ToolCallId> {
+        self.current().map(|c| c.id)
+    }
+
+    fn current(&self) -> Option<Current> {
         CURRENT
-            .try_with(|(session, call)| (*session == self.state.id).then(|| call.clone()))
+            .try_with(|c| (c.session == self.state.id).then(|| c.clone()))
             .ok()
             .flatten()
     }
 
     /// Updates the running tool call (see [`current_tool_call`](Self::current_tool_call)),
-    /// e.g. to show progress; does nothing outside a tool body.
+    /// e.g. to show progress; does nothing outside a tool body. Content set here is shown
+    /// after the terminals embedded in the call, which stay.
     pub async fn update_tool_call(&self, fields: ToolCallUpdateFields) -> Result<()> {
-        match self.current_tool_call() {
-            Some(id) => {
+        match self.current() {
+            Some(current) => {
+                let fields = current.embedded.keep(fields);
                 self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                    id, fields,
+                    current.id, fields,
+                )))
+                .await
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Embeds `content` in the running tool call for the rest of its life: shown now, and
+    /// in front of whatever content the call is given later (its output or its error
+    /// included). Does nothing outside a tool body.
+    pub(crate) async fn embed_in_tool_call(&self, content: ToolCallContent) -> Result<()> {
+        match self.current() {
+            Some(current) => {
+                let content = current.embedded.add(content);
+                let fields = ToolCallUpdateFields::new().content(content);
+                self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    current.id, fields,
                 )))
                 .await
             }
@@ -121,18 +196,23 @@ impl ToolCallBuilder<'_> {
             cx: self.cx.clone(),
             id,
             finished: false,
+            embedded: Embedded::default(),
         })
     }
 }
 
 /// An announced tool call. Finish it with [`complete`](Self::complete) or
 /// [`fail`](Self::fail); dropping it unfinished reports it `failed`.
+///
+/// Terminals created while the call runs (inside [`in_tool_call`]) stay embedded in it:
+/// content given later, by [`update`](Self::update), `complete` or `fail`, is shown after them.
 #[derive(Debug)]
 #[must_use = "dropping a tool call guard reports the call as failed"]
 pub struct ToolCallGuard {
     cx: Session,
     id: ToolCallId,
     finished: bool,
+    embedded: Embedded,
 }
 
 impl ToolCallGuard {
@@ -146,12 +226,12 @@ impl ToolCallGuard {
         &self.cx
     }
 
-    /// Sends a `tool_call_update` with these fields.
+    /// Sends a `tool_call_update` with these fields (content after the embedded terminals).
     pub async fn update(&self, fields: ToolCallUpdateFields) -> Result<()> {
         self.cx
             .update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                 self.id.clone(),
-                fields,
+                self.embedded.keep(fields),
             )))
             .await
     }
@@ -171,7 +251,7 @@ impl ToolCallGuard {
         self.cx.request_permission(call, options).await
     }
 
-    /// Marks the call `completed` with this content.
+    /// Marks the call `completed` with this content (after the embedded terminals).
     pub async fn complete(self, content: Vec<ToolCallContent>) -> Result<()> {
         self.complete_with(ToolCallUpdateFields::new().content(content))
             .await
@@ -182,7 +262,8 @@ impl ToolCallGuard {
         self.finish(fields.status(ToolCallStatus::Completed)).await
     }
 
-    /// Marks the call `failed`, showing `message` as its content.
+    /// Marks the call `failed`, showing `message` as its content (after the embedded
+    /// terminals).
     pub async fn fail(mut self, message: impl std::fmt::Display) -> Result<()> {
         let fields = v1::failed_fields(&message.to_string());
         self.finish(fields).await
@@ -217,7 +298,8 @@ impl Drop for ToolCallGuard {
         };
         // If the queue is full, the end-of-turn sweep reports it instead.
         let peer = &self.cx.state.conn.peer;
-        let update = v1::tool_call_failed(&self.id, message);
+        let fields = self.embedded.keep(v1::failed_fields(message));
+        let update = SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(self.id.clone(), fields));
         let Ok((bytes, record)) = peer.journal.session_update(self.cx.id(), &update) else {
             return;
         };

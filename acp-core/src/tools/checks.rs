@@ -1,10 +1,11 @@
 //! What the expansion of `#[acp::agent]` asserts about the author's types, spanned at the
 //! author's code so that a type that does not fit is reported there with our message: tool
-//! parameter and return types, tool error types, `Send` futures; and the operations on a tool's
-//! return type ([`Ret`]), resolved once per tool.
+//! parameter and return types, tool error types, a tool's `check` function, `Send` futures;
+//! and the operations on a tool's return type ([`Ret`]), resolved once per tool.
 
 use std::fmt::Display;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 
 use serde::Serialize;
@@ -13,6 +14,7 @@ use serde::de::DeserializeOwned;
 use super::{IntoToolOutput, ToolOutput, by_name::into_error};
 use crate::Error;
 use crate::Result;
+use crate::session::Session;
 
 /// A tool parameter's type, for `rawInput` (the arguments shown to the user).
 #[diagnostic::on_unimplemented(
@@ -143,4 +145,82 @@ pub const fn ret<R: ToolReturn>() -> Ret<R> {
             },
         }
     }
+}
+
+/// The future of a tool's check, as the lifecycle awaits it.
+pub type CheckFuture<'a> = Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>>;
+
+/// The `check` of an `#[acp::tool(check = …)]`: a function of the agent `A` and the session,
+/// sync or async, returning `Result<(), E>` for any tool error type `E`. `M` tells the sync and
+/// the async kind apart ([`SyncCheck`], [`AsyncCheck`]); it is inferred.
+#[diagnostic::on_unimplemented(
+    message = "this function cannot be the `check` of an `#[acp::tool]`",
+    label = "a check takes `&self` and `&acp::Session`, and returns `acp::Result<()>`",
+    note = "write `fn may_run(&self, cx: &acp::Session) -> acp::Result<()>` (or `async fn`, whose future must be `Send`) in the agent's impl and `check = Self::may_run`: `Ok(())` lets the call go on (to the permission request, if any), `Err(e)` refuses it with `e`"
+)]
+pub trait ToolCheck<A, M> {
+    /// The check, to run when the future is first polled.
+    fn check<'a>(&'a self, agent: &'a A, cx: &'a Session) -> CheckFuture<'a>;
+}
+
+/// [`ToolCheck`]'s marker for a plain `fn` returning `Result<(), E>`.
+#[derive(Debug)]
+pub struct SyncCheck<E>(PhantomData<E>);
+
+/// [`ToolCheck`]'s marker for an `async fn` returning `Result<(), E>`.
+#[derive(Debug)]
+pub struct AsyncCheck<E>(PhantomData<E>);
+
+#[diagnostic::do_not_recommend]
+impl<A, E, F> ToolCheck<A, SyncCheck<E>> for F
+where
+    A: Sync,
+    E: ToolError,
+    F: Fn(&A, &Session) -> std::result::Result<(), E> + Sync,
+{
+    fn check<'a>(&'a self, agent: &'a A, cx: &'a Session) -> CheckFuture<'a> {
+        Box::pin(async move { self(agent, cx).map_err(into_error) })
+    }
+}
+
+/// An `async fn(&A, &Session) -> Result<(), E>` whose future is `Send`, for each lifetime
+/// `'a` of its arguments.
+pub trait AsyncCheckFn<'a, A: 'a, E>: Fn(&'a A, &'a Session) -> Self::Fut {
+    /// The future it returns.
+    type Fut: Future<Output = std::result::Result<(), E>> + Send + 'a;
+}
+
+impl<'a, A: 'a, E, F, Fut> AsyncCheckFn<'a, A, E> for F
+where
+    F: Fn(&'a A, &'a Session) -> Fut,
+    Fut: Future<Output = std::result::Result<(), E>> + Send + 'a,
+{
+    type Fut = Fut;
+}
+
+#[diagnostic::do_not_recommend]
+impl<A, E, F> ToolCheck<A, AsyncCheck<E>> for F
+where
+    E: ToolError,
+    F: for<'a> AsyncCheckFn<'a, A, E>,
+{
+    fn check<'a>(&'a self, agent: &'a A, cx: &'a Session) -> CheckFuture<'a> {
+        let check = self(agent, cx);
+        Box::pin(async move { check.await.map_err(into_error) })
+    }
+}
+
+/// The check of one call, as the lifecycle runs it: nothing happens until it is awaited. The
+/// expansion spans this call at the author's `check = …` path, the only place that requires
+/// [`ToolCheck`], so a function that does not fit is reported there, once.
+pub fn run_check<'a, A, M, F>(check: &'a F, agent: &'a A, cx: &'a Session) -> CheckFuture<'a>
+where
+    F: ToolCheck<A, M>,
+{
+    check.check(agent, cx)
+}
+
+/// The check of a tool without `check = …`: always passes.
+pub fn no_check() -> std::future::Ready<Result<()>> {
+    std::future::ready(Ok(()))
 }

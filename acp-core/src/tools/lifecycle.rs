@@ -1,6 +1,7 @@
-//! The lifecycle every tool call runs: `tool_call` (pending) → permission, remembering
-//! "always" answers per session → `in_progress` → the body, raced with the turn's cancellation
-//! and guarded against panics → `completed` with the output, or `failed` with the error.
+//! The lifecycle every tool call runs: `tool_call` (pending) → the tool's check, which may
+//! refuse the call before the user is asked → permission, remembering "always" answers per
+//! session → `in_progress` → the body, raced with the turn's cancellation and guarded against
+//! panics → `completed` with the output, or `failed` with the error.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -19,41 +20,48 @@ use crate::schema::{
 use crate::session::{Session, ToolCallGuard, in_tool_call};
 use crate::{Error, Result};
 
-/// Runs one tool call: announce (pending) → permission if the tool asks → in progress →
+/// Runs one tool call: announce (pending) → the tool's `check` (an error refuses the call:
+/// it fails, nothing more is asked or run) → permission if the tool asks → in progress →
 /// the body, raced with the turn's cancellation and guarded against panics → completed
-/// with the output, or failed with the error.
-pub async fn run_tool<R, F>(
+/// with the output, or failed with the error. Typed calls and calls by name both come here,
+/// so the order is the same for both.
+pub async fn run_tool<R, C, F>(
     cx: &Session,
     spec: &ToolSpec,
     ret: Ret<R>,
     input: ToolInput,
+    check: C,
     body: F,
 ) -> R
 where
+    C: Future<Output = Result<()>>,
     F: Future<Output = R>,
 {
-    match lifecycle(cx, spec, ret, input, body).await {
+    match lifecycle(cx, spec, ret, input, check, body).await {
         Ok(value) => value,
         Err(e) => (ret.from_error)(e),
     }
 }
 
 /// `Ok` holds whatever the body returned (success or the author's error, already
-/// reported); `Err` is an error of the lifecycle itself.
-async fn lifecycle<R, F>(
+/// reported); `Err` is an error of the lifecycle itself, or the check's refusal.
+async fn lifecycle<R, C, F>(
     cx: &Session,
     spec: &ToolSpec,
     ret: Ret<R>,
     input: ToolInput,
+    check: C,
     body: F,
 ) -> Result<R>
 where
+    C: Future<Output = Result<()>>,
     F: Future<Output = R>,
 {
     cx.check_cancelled()?;
     check_requirements(spec.requires, cx.client_capabilities())?;
     let raw = serde_json::Value::Object(input.raw);
     let call = start(cx, spec, raw.clone(), &input.locations).await?;
+    let call = checked(cx, spec, call, check).await?;
     if spec.permission
         && let Err(e) = permission(cx, spec, &call, raw, &input.locations).await
     {
@@ -107,6 +115,43 @@ where
         }
     }
     Ok(value)
+}
+
+/// Runs the tool's check (within the call, like its body), raced with the turn's cancellation
+/// and guarded against panics. A refusal fails the call with the check's error and returns it.
+async fn checked<C>(
+    cx: &Session,
+    spec: &ToolSpec,
+    call: ToolCallGuard,
+    check: C,
+) -> Result<ToolCallGuard>
+where
+    C: Future<Output = Result<()>>,
+{
+    let check = AssertUnwindSafe(in_tool_call(&call, check)).catch_unwind();
+    let (error, message) = tokio::select! {
+        biased;
+        outcome = check => match outcome {
+            Ok(Ok(())) => return Ok(call),
+            Ok(Err(e)) if cx.is_cancelled() => (e, "cancelled".to_owned()),
+            Ok(Err(e)) => {
+                let message = e.to_string();
+                (e, message)
+            }
+            Err(panic) => {
+                let what = format!("the check of the tool `{}`", spec.name);
+                let error = Error::panicked(&what, panic.as_ref());
+                let message = match &error {
+                    Error::Rpc { message, .. } => message.clone(),
+                    other => other.to_string(),
+                };
+                (error, message)
+            }
+        },
+        () = cx.cancelled() => (Error::Cancelled, "cancelled".to_owned()),
+    };
+    let _ = call.fail(message).await;
+    Err(error)
 }
 
 fn locations(cx: &Session, paths: &[PathBuf]) -> Vec<ToolCallLocation> {

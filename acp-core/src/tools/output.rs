@@ -9,9 +9,10 @@ use serde::Serialize;
 use crate::schema::{ContentBlock, Diff, ToolCallContent};
 use crate::session::Terminal;
 
-/// What a tool call returned, as the client saw it: its content, and the structured value when
-/// the tool returned one. This is what [`Session::call_tool`](crate::Session::call_tool)
-/// returns, ready to hand back to a model.
+/// What a tool call returned: its content, and the structured value when the tool returned
+/// one. This is what [`Session::call_tool`](crate::Session::call_tool) returns, ready to hand
+/// back to a model. (The client shows this content after any terminal the tool embedded in
+/// its call.)
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct ToolOutput {
@@ -72,7 +73,7 @@ impl ToolOutput {
 }
 
 /// A value an `#[acp::tool]` may return (inside its `Result`): how it is shown in the client's
-/// tool call when the call completes.
+/// tool call when the call completes (after the terminals the tool ran, which stay shown).
 ///
 /// | returned | shown as |
 /// | --- | --- |

@@ -5,6 +5,7 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, Ident, ImplItemFn, Pat, Type};
 
 use super::{around, respan};
@@ -129,6 +130,14 @@ pub(super) fn wrap_body(tool: &Tool, method: &mut ImplItemFn, p: &TokenStream) {
                 }
             });
     let body = &method.block;
+    // Spanned at the author's `check = …` path: a function that does not fit is reported there.
+    let check = match &tool.check {
+        Some(path) => {
+            let run = respan(quote!(#p::run_check), path.span());
+            quote_spanned!(path.span()=> #run(&#path, self, #cx))
+        }
+        None => quote!(#p::no_check()),
+    };
     // Spanned at the tool's name: a body whose future is not `Send` is reported there.
     let boxed = respan(quote!(#p::send_boxed), tool.method.span());
     let boxed = quote_spanned!(tool.method.span()=> #boxed::<#ret, _>(async move #body));
@@ -136,7 +145,8 @@ pub(super) fn wrap_body(tool: &Tool, method: &mut ImplItemFn, p: &TokenStream) {
         let __acp_tool = Self::#constant;
         let __acp_input = #p::ToolInput::new();
         #(#inputs)*
-        #p::run_tool(#cx, &__acp_tool.spec, __acp_tool.ret, __acp_input, #boxed).await
+        let __acp_check = #check;
+        #p::run_tool(#cx, &__acp_tool.spec, __acp_tool.ret, __acp_input, __acp_check, #boxed).await
     });
 }
 

@@ -529,7 +529,8 @@ scenario(
           "request terminal/wait_for_exit",
           // The cancel cascades to the wait the turn was blocked on.
           "notification $/cancel_request",
-          "tool_call_update#1 failed [text]",
+          // The terminal stays shown, the failure after it.
+          "tool_call_update#1 failed [terminal,text]",
           "answer cancelled",
         ],
         "exact frame sequence of the turn (terminal/release and terminal/kill left out)",
