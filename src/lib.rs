@@ -182,7 +182,7 @@ mod json_schema {
 /// | --- | --- | --- |
 /// | `prompt` | `async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason>` | one prompt turn ([`Agent::prompt`]); required |
 /// | `new_session` | `async fn new_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | extra slash commands and the answer's `_meta` for a new session (modes and options are declared) |
-/// | `load_session` | `async fn load_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | `session/load`; advertises `loadSession` |
+/// | `load_session` | `async fn load_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | the setup of a reopened session, not its history: with sessions recorded (the default) the runtime answers `session/load` (replaying the conversation) and `session/resume` itself, then calls this instead of `new_session`, so do not replay here; without a store ([`Server::no_store`], [`serve`]) it is all of `session/load`: replay through `cx`, then return; advertises `loadSession` |
 /// | `auth_methods` | `fn auth_methods(&self) -> Vec<schema::AuthMethod>` | the authentication methods advertised in `initialize` (terminal ones only to clients with `auth.terminal`); needs `authenticate` |
 /// | `authenticate` | `async fn authenticate(&self, cx: &Client, method: schema::AuthMethodId) -> acp::Result<()>` | the `authenticate` request, for one of the advertised methods of type `agent`; needs `auth_methods` |
 /// | `authenticated` | `async fn authenticated(&self, cx: &Client) -> bool` | whether the user is authenticated: `false` answers `session/new`, `load`, `resume`, `list` and `delete` with `-32000 Authentication required`; needs `auth_methods` |
