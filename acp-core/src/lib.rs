@@ -1,5 +1,5 @@
-//! The runtime of [`acp`](https://docs.rs/acp): serve an Agent Client Protocol agent over
-//! newline-delimited JSON-RPC 2.0.
+//! The runtime of [`acp-framework`](https://docs.rs/acp-framework) (the `acp` library): serve
+//! an Agent Client Protocol agent over newline-delimited JSON-RPC 2.0.
 //!
 //! Agent authors normally use the `acp` facade and its `#[acp::agent]` macro; this crate holds
 //! everything the macro's expansion calls into, and can be used by hand:
