@@ -45,11 +45,34 @@
 //!   servers the editor gave the session, which the runtime connects (stdio always, streamable
 //!   HTTP with feature `mcp-http` and the legacy HTTP+SSE transport with feature `mcp-sse`,
 //!   both on by default); [`Session::mcp_status`] says which failed;
-//! - [`testing`]: an in-process editor to unit-test an agent with;
+//! - [`testing`]: an in-process editor to unit-test an agent with (feature `testing`);
 //! - [`schema`]: the protocol's wire types, from the official schema crate.
 //!
 //! Never print to stdout in an agent: stdout carries protocol frames only. Log with `tracing`
 //! (see [`init_logging`]).
+//!
+//! # Features
+//!
+//! The package is `acp-framework`; its library is `acp`.
+//!
+//! - `testing` (off by default): [`testing`], the scripted editor for an agent's tests. Turn
+//!   it on for tests only, so the agent you ship does not compile it:
+//!
+//!   ```toml
+//!   [dependencies]
+//!   acp-framework = "0.1"
+//!
+//!   [dev-dependencies]
+//!   acp-framework = { version = "0.1", features = ["testing"] }
+//!   ```
+//! - `mcp-http` and `mcp-sse` (on by default): the client's MCP servers over streamable HTTP
+//!   and over the legacy HTTP+SSE transport, advertised as `mcpCapabilities.http` / `.sse`
+//!   exactly when compiled in (stdio servers are always supported). Without them
+//!   (`default-features = false`) the agent does not link an HTTP client.
+//!
+#![cfg_attr(feature = "testing", doc = "[`testing`]: crate::testing")]
+#![cfg_attr(not(feature = "testing"), doc = "[`testing`]: #features")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -61,6 +84,7 @@ pub use acp_core::{
 };
 
 #[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub use acp_core::testing;
 
 pub use acp_core::{IntoToolOutput, Json, ToolLocations};
@@ -182,7 +206,7 @@ mod json_schema {
 /// | --- | --- | --- |
 /// | `prompt` | `async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason>` | one prompt turn ([`Agent::prompt`]); required |
 /// | `new_session` | `async fn new_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | extra slash commands and the answer's `_meta` for a new session (modes and options are declared) |
-/// | `load_session` | `async fn load_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | `session/load`; advertises `loadSession` |
+/// | `load_session` | `async fn load_session(&self, cx: &Session) -> acp::Result<SessionSetup>` | the setup of a reopened session, not its history: with sessions recorded (the default) the runtime answers `session/load` (replaying the conversation) and `session/resume` itself, then calls this instead of `new_session`, so do not replay here; without a store ([`Server::no_store`], [`serve`]) it is all of `session/load`: replay through `cx`, then return; advertises `loadSession` |
 /// | `auth_methods` | `fn auth_methods(&self) -> Vec<schema::AuthMethod>` | the authentication methods advertised in `initialize` (terminal ones only to clients with `auth.terminal`); needs `authenticate` |
 /// | `authenticate` | `async fn authenticate(&self, cx: &Client, method: schema::AuthMethodId) -> acp::Result<()>` | the `authenticate` request, for one of the advertised methods of type `agent`; needs `auth_methods` |
 /// | `authenticated` | `async fn authenticated(&self, cx: &Client) -> bool` | whether the user is authenticated: `false` answers `session/new`, `load`, `resume`, `list` and `delete` with `-32000 Authentication required`; needs `auth_methods` |

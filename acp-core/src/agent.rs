@@ -46,8 +46,8 @@ pub trait Agent: Send + Sync + 'static {
     /// (the session history methods with a store, `session/close`, `additionalDirectories`,
     /// MCP transports).
     ///
-    /// `loadSession: true` routes `session/load` to [`load_session`](Agent::load_session)
-    /// when sessions are not recorded; prompt capabilities (image, audio, embedded context)
+    /// `loadSession: true` makes the runtime call [`load_session`](Agent::load_session) for
+    /// a reopened session (all of `session/load` when sessions are not recorded); prompt capabilities (image, audio, embedded context)
     /// tell the client what it may send, and a prompt with other content is refused
     /// (`-32602`); `auth.logout` routes `logout` to [`logout`](Agent::logout).
     fn capabilities(&self) -> AgentCapabilities {
@@ -165,9 +165,17 @@ pub trait Agent: Send + Sync + 'static {
         async { Ok(SessionSetup::default()) }
     }
 
-    /// Called on `session/load` (only when [`capabilities`](Agent::capabilities) says
-    /// `loadSession` and sessions are not recorded by the runtime). Replay the conversation
-    /// with the session's update methods, then return.
+    /// Called for a reopened session when [`capabilities`](Agent::capabilities) says
+    /// `loadSession`; history does not need it.
+    ///
+    /// With sessions recorded (a store: the default of [`serve_stdio`](crate::serve_stdio))
+    /// the runtime answers `session/load` and `session/resume` from the store: it replays the
+    /// conversation (`load`), restores modes, config options and persisted values, then calls
+    /// this instead of [`new_session`](Agent::new_session) for the session's setup. Do not
+    /// replay here: the client would see the conversation twice. Without a store
+    /// ([`Server::no_store`](crate::Server::no_store), or [`serve`](crate::serve) without
+    /// one) this is the whole of `session/load`: replay the conversation with the session's
+    /// update methods, then return.
     fn load_session(&self, cx: &Session) -> impl Future<Output = Result<SessionSetup>> + Send {
         let _ = cx;
         async { Err(Error::method_not_found("session/load")) }

@@ -1,5 +1,5 @@
-//! The runtime of [`acp`](https://docs.rs/acp): serve an Agent Client Protocol agent over
-//! newline-delimited JSON-RPC 2.0.
+//! The runtime of [`acp-framework`](https://docs.rs/acp-framework) (the `acp` library): serve
+//! an Agent Client Protocol agent over newline-delimited JSON-RPC 2.0.
 //!
 //! Agent authors normally use the `acp` facade and its `#[acp::agent]` macro; this crate holds
 //! everything the macro's expansion calls into, and can be used by hand:
@@ -33,6 +33,7 @@
 //! | `serve` | [`Server`] and its limits and store: wiring it all together; shutdown |
 //! | `testing` | the scripted client (feature `testing`) |
 //! | `__private` | the ABI of the macros' expansion |
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 #![warn(missing_debug_implementations)]

@@ -74,6 +74,27 @@ fn as_seen(prompt: &str, turn: &Turn) -> Vec<serde_json::Value> {
     seen
 }
 
+/// Has a `load_session` of its own: it gives a reopened session's setup (an answer `_meta`);
+/// the history is the runtime's.
+struct SetsUpReopened;
+
+impl Agent for SetsUpReopened {
+    fn capabilities(&self) -> acp_core::schema::AgentCapabilities {
+        acp_core::schema::AgentCapabilities::new().load_session(true)
+    }
+
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> Result<StopReason> {
+        cx.message(prompt.text()).await?;
+        Ok(StopReason::EndTurn)
+    }
+
+    async fn load_session(&self, _cx: &Session) -> Result<acp_core::SessionSetup> {
+        let mut meta = acp_core::schema::Meta::new();
+        meta.insert("setUpBy".into(), json!("load_session"));
+        Ok(acp_core::SessionSetup::default().meta(meta))
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_store_advertises_the_history_methods() {
     within(async {
@@ -294,6 +315,36 @@ async fn session_list_shows_the_title_the_agent_set() {
         loaded.session.prompt("title").await.unwrap();
         let listed = second.all_sessions(None).await.unwrap();
         assert!(listed[0]["title"].is_null(), "{listed:?}");
+        second.close().await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_a_store_the_authors_load_session_gives_the_setup_after_the_runtimes_replay() {
+    within(async {
+        let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::default());
+        let serve = || Server::new(SetsUpReopened).shared_store(store.clone());
+        let first = TestClient::builder().serve(serve()).await.unwrap();
+        let s = first.new_session().await.unwrap();
+        let id = s.id().clone();
+        let turn = s.prompt("hello").await.unwrap();
+        first.close().await.unwrap();
+
+        let second = TestClient::builder().serve(serve()).await.unwrap();
+        let loaded = second.load_session(&id).await.unwrap();
+        let mut replayed: Vec<_> = loaded.replayed.iter().map(|u| json!(u)).collect();
+        replayed[0].as_object_mut().unwrap().remove("messageId");
+        assert_eq!(
+            replayed,
+            as_seen("hello", &turn),
+            "replayed once, by the runtime"
+        );
+        let answer = loaded.session.new_session_response();
+        assert_eq!(answer["_meta"]["setUpBy"], "load_session", "{answer}");
+        let resumed = second.resume_session(&id).await.unwrap();
+        let answer = resumed.new_session_response();
+        assert_eq!(answer["_meta"]["setUpBy"], "load_session", "{answer}");
         second.close().await.unwrap();
     })
     .await;

@@ -1,7 +1,7 @@
-//! The procedural macros of [`acp`](https://docs.rs/acp): `#[acp::agent]`, `#[acp::tool]` and
-//! `#[derive(acp::JsonSchema)]`.
+//! The procedural macros of [`acp-framework`](https://docs.rs/acp-framework) (the `acp`
+//! library): `#[acp::agent]`, `#[acp::tool]` and `#[derive(acp::JsonSchema)]`.
 //!
-//! Use them through the `acp` crate, which documents them; this crate is an implementation
+//! Use them through the `acp` library, which documents them; this crate is an implementation
 //! detail whose expansions only name `::acp::__private::…`.
 //!
 //! `#[acp::agent]` runs in four stages, one module each:

@@ -66,7 +66,7 @@ pub(crate) const METHODS: &[Method] = &[
         fallible: true,
         forwards_to: "load_session",
         needs: None,
-        doc: "`session/load`; advertises `loadSession`",
+        doc: "the setup of a reopened session, not its history: with sessions recorded (the default) the runtime answers `session/load` (replaying the conversation) and `session/resume` itself, then calls this instead of `new_session`, so do not replay here; without a store ([`Server::no_store`], [`serve`]) it is all of `session/load`: replay through `cx`, then return; advertises `loadSession`",
     },
     Method {
         name: "auth_methods",

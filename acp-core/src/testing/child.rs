@@ -3,9 +3,8 @@
 //! when the client is dropped.
 //!
 //! This uses `std::process` and one watcher thread per child rather than `tokio::process`,
-//! so that the `testing` feature (on by default) does not switch on tokio's process driver
-//! in every agent built with this crate: that driver checks for exited children each time
-//! the runtime parks.
+//! so that the `testing` feature does not switch on tokio's process driver in every agent
+//! built with it: that driver checks for exited children each time the runtime parks.
 //!
 //! [`TestClientBuilder::spawn`]: super::TestClientBuilder::spawn
 

@@ -1,4 +1,4 @@
-// The `acp` dependency under another name (as with `renamed = { package = "acp", … }`).
+// The `acp` library under another name (as with `renamed = { package = "acp-framework", … }`).
 extern crate acp as renamed;
 
 use renamed::{Agent, Prompt, Session, StopReason, tool};
