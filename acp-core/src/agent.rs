@@ -224,7 +224,8 @@ pub trait Agent: Send + Sync + 'static {
 #[non_exhaustive]
 pub struct SessionSetup {
     /// Slash commands beside the agent's `#[acp::command]`s, sent in the
-    /// `available_commands_update` right after the session's answer; prompts starting with
+    /// `available_commands_update` right after the session's answer (at the end of the
+    /// replay, before the answer, for `session/load`); prompts starting with
     /// them reach `prompt`.
     pub commands: Vec<AvailableCommand>,
     /// The `_meta` of the answer to `session/new` (or `load`, `resume`).
