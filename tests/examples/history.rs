@@ -71,7 +71,7 @@ async fn modes_ends_a_load_replay_with_its_commands_and_sends_nothing_after_the_
         .collect();
     assert_eq!(
         kinds,
-        ["user hi", "agent", "commands 4"],
+        ["user hi", "agent", "commands 5"],
         "{}",
         client.describe()
     );

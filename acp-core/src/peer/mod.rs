@@ -195,6 +195,18 @@ impl Peer {
         sent
     }
 
+    /// Queues a frame without waiting; gives it back if the queue is full or closed.
+    pub fn try_queue(&self, frame: Frame) -> std::result::Result<(), Frame> {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        match self.out.try_send(frame) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.in_flight.fetch_sub(1, Ordering::AcqRel);
+                Err(e.into_inner())
+            }
+        }
+    }
+
     /// Queues a frame, waiting while the queue is full.
     pub async fn send(&self, frame: Frame) -> Result<()> {
         // Counted from now; uncounted again unless the frame was queued (a failed send, or

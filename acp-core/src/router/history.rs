@@ -60,19 +60,25 @@ pub(super) async fn save(conn: &Connection, state: &SessionState, title: Option<
 
 /// Records the user's prompt as `user_message_chunk`s of one message, before the turn runs
 /// (so before any of its updates): a frame that only records, committed with the writer's next
-/// batch like every update.
+/// batch like every update. When the output queue is full (a client not reading), the records
+/// go straight into the store instead: a turn never waits behind the client to start.
 pub(super) async fn record_prompt(state: &SessionState, blocks: &[ContentBlock]) {
     let peer = &state.conn.peer;
-    if !peer.journal.is_recording() {
+    let Some(store) = peer.journal.store() else {
         return;
-    }
+    };
     let message = state.messages.user_message();
     let records: Vec<Record> = blocks
         .iter()
         .filter_map(|block| Record::update(&user_chunk(block.clone(), &message)).ok())
         .collect();
-    if let Some(frame) = peer.journal.records_only(&state.id, &records) {
-        let _ = peer.send(frame).await;
+    let Some(frame) = peer.journal.records_only(&state.id, &records) else {
+        return;
+    };
+    if peer.try_queue(frame).is_err()
+        && let Err(e) = store.append(&state.id, &records).await
+    {
+        warn!(session = %state.id, "could not record the prompt: {e}");
     }
 }
 

@@ -73,6 +73,7 @@ const MODES_COMMANDS = [
   { name: "code", description: "Switch to code mode." },
   { name: "ask", description: "Switch to ask mode." },
   { name: "echo", description: "Repeat the text after the command.", input: { hint: "text to repeat" } },
+  { name: "note", description: "Save a note (code mode only).", input: { hint: "the note" } },
 ];
 
 const IMAGE = { type: "image", data: "AAAA", mimeType: "image/png" };
@@ -297,7 +298,7 @@ scenario(
       const echo = await peer.prompt(created.sessionId, "/echo hi there");
       c.equal(echo.labels, ["update agent_message_chunk", "answer end_turn"], "modes: frames of /echo hi there");
       c.equal(echo.text, "hi there", "modes: /echo hi there");
-      c.equal((await peer.prompt(created.sessionId, "/help")).text, "Commands: /help, /code, /ask, /echo. Modes: ask (answers only), code (may edit).", "modes: /help");
+      c.equal((await peer.prompt(created.sessionId, "/help")).text, "Commands: /help, /code, /ask, /echo, /note. Modes: ask (answers only), code (may edit: /note).", "modes: /help");
     });
 
     await fx.run("echo", {}, async (peer) => {
