@@ -78,7 +78,7 @@ async fn modes_ends_a_load_replay_with_its_commands_and_sends_nothing_after_the_
     // The client's view of the loaded session has them.
     assert_eq!(
         session.view().command_names(),
-        ["help", "code", "ask", "echo"]
+        ["help", "code", "ask", "echo", "note"]
     );
 
     // `session/resume` sends nothing before its answer: the commands follow it.
