@@ -76,6 +76,25 @@ impl MemoryStore {
     }
 }
 
+impl MemoryStore {
+    /// At most `limit` of the session's records after `after`, in order.
+    fn records_after(
+        &self,
+        id: &schema::SessionId,
+        after: Option<Cursor>,
+        limit: usize,
+    ) -> Vec<(Cursor, Record)> {
+        let inner = self.lock();
+        let Some(entry) = inner.sessions.get(id) else {
+            return Vec::new();
+        };
+        let after = after.unwrap_or(0);
+        let from = entry.records.partition_point(|&(c, _)| c <= after);
+        let to = from.saturating_add(limit).min(entry.records.len());
+        entry.records[from..to].to_vec()
+    }
+}
+
 impl Inner {
     fn touch(&mut self) -> u64 {
         self.last_touch += 1;
@@ -161,15 +180,7 @@ impl SessionStore for MemoryStore {
         id: &'a schema::SessionId,
         after: Option<Cursor>,
     ) -> BoxFuture<'a, Result<Vec<(Cursor, Record)>>> {
-        Box::pin(async move {
-            let inner = self.lock();
-            let Some(entry) = inner.sessions.get(id) else {
-                return Ok(Vec::new());
-            };
-            let after = after.unwrap_or(0);
-            let from = entry.records.partition_point(|&(c, _)| c <= after);
-            Ok(entry.records[from..].to_vec())
-        })
+        Box::pin(async move { Ok(self.records_after(id, after, usize::MAX)) })
     }
 
     fn records_page<'a>(
@@ -178,16 +189,7 @@ impl SessionStore for MemoryStore {
         after: Option<Cursor>,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<(Cursor, Record)>>> {
-        Box::pin(async move {
-            let inner = self.lock();
-            let Some(entry) = inner.sessions.get(id) else {
-                return Ok(Vec::new());
-            };
-            let after = after.unwrap_or(0);
-            let from = entry.records.partition_point(|&(c, _)| c <= after);
-            let to = from.saturating_add(limit.max(1)).min(entry.records.len());
-            Ok(entry.records[from..to].to_vec())
-        })
+        Box::pin(async move { Ok(self.records_after(id, after, limit.max(1))) })
     }
 
     fn list<'a>(
