@@ -753,6 +753,74 @@ mod sqlite_only {
         assert_eq!(listed.sessions[0].title.as_deref(), Some("Old one"));
     }
 
+    /// Past 32 Ki rows, a store moves its index of rows by session into sorted runs: the
+    /// records of sessions whose rows are partly moved and partly not read back whole and in
+    /// order, a page at a time and after a cursor, and deleting a session leaves the others
+    /// whole.
+    #[tokio::test]
+    async fn records_read_back_whole_across_the_settling_of_the_index() {
+        const SESSIONS: usize = 40;
+        const COMMITS: usize = 900; // 36,000 rows: one settling, and rows after it
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.sqlite3");
+        let store = open(&path);
+        for s in 0..SESSIONS {
+            save(&store, &format!("s{s}"), "/p").await;
+        }
+        for c in 0..COMMITS {
+            let batches = (0..SESSIONS)
+                .map(|s| {
+                    let mut batch = Batch::new();
+                    // Session 0 gets two records a row: cursors are records, not rows.
+                    for i in 0..1 + usize::from(s == 0) {
+                        batch.push(&tagged(s, c, i, 8)).unwrap();
+                    }
+                    (sid(&format!("s{s}")), batch)
+                })
+                .collect();
+            store.append_batches(batches).await.unwrap();
+        }
+        // The index was settled at least once (the test would prove nothing otherwise).
+        let settled: i64 = rusqlite::Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT count(*) FROM settled", [], |r| r.get(0))
+            .unwrap();
+        assert!(settled >= 32 * 1024, "{settled} rows settled");
+
+        for s in [0, 7, SESSIONS - 1] {
+            let id = sid(&format!("s{s}"));
+            let per_row = 1 + usize::from(s == 0);
+            let mut read = Vec::new();
+            let mut after = None;
+            loop {
+                let page = store.records_page(&id, after, 100).await.unwrap();
+                let Some(&(last, _)) = page.last() else { break };
+                after = Some(last);
+                read.extend(page);
+            }
+            let tags: Vec<_> = read.iter().map(|(_, r)| tag(r)).collect();
+            let expected: Vec<_> = (0..COMMITS)
+                .flat_map(|c| (0..per_row).map(move |i| (s, c, i)))
+                .collect();
+            assert_eq!(tags, expected, "session s{s}");
+            let cursors: Vec<_> = read.iter().map(|(c, _)| *c).collect();
+            assert!(strictly_increasing(&cursors));
+            // After a cursor in the middle: the rest, exactly.
+            let (middle, _) = read[read.len() / 2];
+            let rest = store.records(&id, Some(middle)).await.unwrap();
+            assert_eq!(rest, read[read.len() / 2 + 1..].to_vec(), "session s{s}");
+        }
+
+        store.delete(&sid("s7")).await.unwrap();
+        assert!(store.records(&sid("s7"), None).await.unwrap().is_empty());
+        let eight = store.records(&sid("s8"), None).await.unwrap();
+        assert_eq!(eight.len(), COMMITS);
+        // The next append of another session continues after the largest cursor.
+        let before = eight.last().unwrap().0;
+        let next = store.append(&sid("s8"), &[chunk("more")]).await.unwrap();
+        assert!(next > before);
+    }
+
     /// Records are kept one per line in a batch: an update given as pretty-printed JSON text
     /// still reads back whole, beside its neighbours.
     #[tokio::test]

@@ -36,6 +36,9 @@ pub(crate) struct Settings {
     pub(crate) limit: Duration,
     /// `ACP_BENCH_LOAD_SAMPLE` (100; `all`, or 0 for no store check): sessions loaded back.
     pub(crate) load_sample: usize,
+    /// `ACP_BENCH_CONCURRENT_ROUNDS` (3): pairs of runs (without, then with the store); the
+    /// table shows the round with the median ratio (one pair varies by ±20 % on a 2-core VM).
+    pub(crate) rounds: usize,
 }
 
 impl Settings {
@@ -50,6 +53,7 @@ impl Settings {
             chunks: env_number("ACP_BENCH_SESSION_CHUNKS", 1_000)?,
             limit: Duration::from_secs(env_number("ACP_BENCH_CONCURRENT_LIMIT", 120)? as u64),
             load_sample,
+            rounds: env_number("ACP_BENCH_CONCURRENT_ROUNDS", 3)?.max(1),
         })
     }
 }

@@ -236,7 +236,9 @@ fn main() {
     }
     if only.has("concurrent") {
         // Per variant: creating the sessions, the limit, the exit, loading back.
-        deadline += 2 * (concurrent_settings.limit + Duration::from_secs(600));
+        deadline += 2
+            * concurrent_settings.rounds as u32
+            * (concurrent_settings.limit + Duration::from_secs(600));
     }
     if only.has("startup") {
         deadline += Duration::from_secs(900);
@@ -288,26 +290,59 @@ fn skipped(var: &str) -> bool {
     std::env::var_os(var).is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// The concurrent-sessions workload on ours without and with the store (in that order).
+/// The concurrent-sessions workload on ours without and with the store (in that order), in
+/// `settings.rounds` rounds; the round with the median updates/s ratio is returned (the store
+/// check runs in the last round only), after printing every round's ratio.
 fn run_concurrent(
     agents: &[Impl],
     settings: &concurrent::Settings,
     watchdog: &Watchdog,
 ) -> Vec<(&'static str, Result<concurrent::Run, String>)> {
-    let mut runs = Vec::new();
-    for name in ["ours, no store", "ours"] {
-        let Some(agent) = agents.iter().find(|a| a.name == name) else {
-            continue;
-        };
-        eprintln!(
-            "throughput: {name}: {} sessions x stream {} at once",
-            settings.sessions, settings.chunks
-        );
-        let run = concurrent::concurrent(agent, settings, name == "ours", watchdog);
-        if let Err(e) = &run {
-            eprintln!("throughput: problem: {name}: concurrent: {e}");
+    let mut rounds = Vec::new();
+    for round in 1..=settings.rounds {
+        let last = round == settings.rounds;
+        let mut runs = Vec::new();
+        for name in ["ours, no store", "ours"] {
+            let Some(agent) = agents.iter().find(|a| a.name == name) else {
+                continue;
+            };
+            eprintln!(
+                "throughput: {name}: {} sessions x stream {} at once (round {round} of {})",
+                settings.sessions, settings.chunks, settings.rounds
+            );
+            let run = concurrent::concurrent(agent, settings, last && name == "ours", watchdog);
+            if let Err(e) = &run {
+                eprintln!("throughput: problem: {name}: concurrent: {e}");
+            }
+            runs.push((name, run.map_err(|e| e.to_string())));
         }
-        runs.push((name, run.map_err(|e| e.to_string())));
+        rounds.push((report_store::concurrent_ratio(&runs), runs));
+    }
+    let ratios: Vec<String> = rounds
+        .iter()
+        .map(|(r, _)| r.map_or("-".to_owned(), |r| format!("{r:.2}")))
+        .collect();
+    // Failed rounds (no ratio) sort first: the median is of the rounds that ran.
+    rounds.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+    let median = rounds.len() / 2;
+    let (ratio, mut runs) = rounds.swap_remove(median);
+    println!();
+    println!(
+        "concurrent sessions: with/without-store updates/s ratio per round: {}; median {}",
+        ratios.join(", "),
+        ratio.map_or("-".to_owned(), |r| format!("{r:.2}"))
+    );
+    // The store check ran in the last round: keep its result with the median round's figures.
+    if let Some(check) = rounds
+        .iter_mut()
+        .flat_map(|(_, runs)| runs.iter_mut())
+        .find_map(|(n, r)| (*n == "ours").then_some(r).and_then(|r| r.as_mut().ok()))
+        .and_then(|r| r.store.take().map(|s| (s, r.exit)))
+        && let Some(Ok(run)) = runs.iter_mut().find(|(n, _)| *n == "ours").map(|(_, r)| r)
+        && run.store.is_none()
+    {
+        run.store = Some(check.0);
+        run.exit = check.1;
     }
     runs
 }

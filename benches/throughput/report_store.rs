@@ -52,6 +52,17 @@ fn cell(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
+/// The with/without-store updates/s ratio of one round, when both runs finished.
+pub(crate) fn concurrent_ratio(runs: &[(&'static str, Result<Run, String>)]) -> Option<f64> {
+    let rate = |name: &str| {
+        runs.iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, r)| r.as_ref().ok())
+            .map(|r| r.updates as f64 / r.wall.as_secs_f64())
+    };
+    Some(rate("ours")? / rate("ours, no store")?)
+}
+
 /// The concurrent-sessions table: ours with the store, without, and with/without.
 pub(crate) fn print_concurrent(runs: &[(&'static str, Result<Run, String>)], s: &Settings) {
     let find = |name: &str| {

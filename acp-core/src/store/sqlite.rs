@@ -15,7 +15,7 @@
 //! turn (`BEGIN IMMEDIATE`, waiting up to 10 s). Called outside a tokio runtime,
 //! an operation runs on the polling thread.
 //!
-//! # Schema (version 2, in `PRAGMA user_version`)
+//! # Schema (version 3, in `PRAGMA user_version`)
 //!
 //! - `sessions`: one row per session: `pk` (the integer the other tables refer to it by, never
 //!   reused), its id, its metadata, `touch` (its latest touch: its position in `list`) and
@@ -29,8 +29,15 @@
 //!   holds cursors `c - count + 1 ..= c`; the next batch starts after the largest cursor ever
 //!   handed out (`sqlite_sequence`), so cursors are never reused, also after deletions. One row
 //!   per batch rather than per record: the runtime appends a batch per write to the client, and
-//!   a row costs far more than its bytes. Indexed on `(session, cursor)`. (Version 1 had one
-//!   record per row, which is a batch of one: `count` was added, defaulting to 1.)
+//!   a row costs far more than its bytes. (Version 1 had one record per row, which is a batch
+//!   of one: `count` was added, defaulting to 1.)
+//! - `recent` and `settled`: which rows of `records` are a session's, `(cursor, session)`. An
+//!   append adds its rows to `recent` (keyed by cursor: always at its end); when `recent`
+//!   holds `ops::SETTLE_ROWS` (32 Ki) rows, they move to `settled` (`(session, cursor)`, without
+//!   rowid) in one sorted insert. A session's rows are those of both. (Version 2 indexed
+//!   `records` on `(session, cursor)`: with many sessions appending at once, every commit
+//!   rewrote an index page per session — two thirds of the pages it wrote; settled in sorted
+//!   runs, a page takes many entries at once.)
 //! - `state`: the agent's values, `(session, key)` → JSON.
 //!
 //! # Durability
@@ -64,7 +71,7 @@ const DATA_DIR_VAR: &str = "ACP_DATA_DIR";
 /// threads) without bound — a client flooding `session/new` must not grow the agent.
 const MAX_IDLE: usize = 4;
 
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
@@ -102,6 +109,22 @@ CREATE TABLE state (
 
 /// From version 1 to 2: a row of `records` holds a batch of `count` records, one JSON per line.
 const SCHEMA_V2: &str = "ALTER TABLE records ADD COLUMN count INTEGER NOT NULL DEFAULT 1;";
+
+/// From version 2 to 3: the index of `records` by session becomes `settled` (kept up to date
+/// in sorted runs, see [`ops`]) plus `recent` (the rows not settled yet, appended in order).
+const SCHEMA_V3: &str = "
+CREATE TABLE settled (
+    session INTEGER NOT NULL,
+    cursor INTEGER NOT NULL,
+    PRIMARY KEY (session, cursor)
+) WITHOUT ROWID;
+INSERT INTO settled (session, cursor) SELECT session, cursor FROM records ORDER BY session, cursor;
+CREATE TABLE recent (
+    cursor INTEGER PRIMARY KEY,
+    session INTEGER NOT NULL
+);
+DROP INDEX records_by_session;
+";
 
 /// A [`SessionStore`](super::SessionStore) in an SQLite database file: the default store.
 ///
@@ -287,11 +310,12 @@ fn migrate(conn: &mut Connection) -> Result<()> {
         .db()?;
     let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).db()?;
     match version {
-        0 | 1 => {
-            if version == 0 {
-                tx.execute_batch(SCHEMA_V1).db()?;
+        0..SCHEMA_VERSION => {
+            // Each step from the file's version up (a new file: all of them).
+            let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
+            for step in &steps[usize::try_from(version).unwrap_or(0)..] {
+                tx.execute_batch(step).db()?;
             }
-            tx.execute_batch(SCHEMA_V2).db()?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .db()?;
         }

@@ -17,6 +17,54 @@ use crate::store::{
 /// The metadata columns of `sessions`, as [`SessionRow::read`] reads them.
 const COLUMNS: &str = "s.id, s.cwd, s.additional_directories, s.title, s.created_at, s.updated_at";
 
+/// How many rows `recent` holds before they move to `settled` in one sorted insert (see the
+/// schema in `sqlite.rs`). Reading a session's rows scans `recent` (about 20 bytes a row: 640
+/// KiB at most); settling writes each session's new entries side by side, where appending
+/// them one commit at a time rewrote a page of the index per session per commit.
+pub(super) const SETTLE_ROWS: i64 = 32 * 1024;
+
+/// The cursors of session `?1`'s rows after cursor `?2`, the first `?3` of them, in order.
+const ROWS_AFTER: &str = "SELECT cursor FROM (\
+     SELECT * FROM (SELECT cursor FROM settled WHERE session = ?1 AND cursor > ?2 \
+     ORDER BY cursor LIMIT ?3) \
+     UNION ALL SELECT * FROM (SELECT cursor FROM recent WHERE session = ?1 AND cursor > ?2 \
+     ORDER BY cursor LIMIT ?3)) ORDER BY cursor LIMIT ?3";
+
+/// The last cursor of session `pk` (0 when it has no records).
+fn last_cursor(tx: &rusqlite::Transaction<'_>, pk: i64) -> Result<i64> {
+    tx.prepare_cached(
+        "SELECT coalesce(max(c), 0) FROM (\
+         SELECT max(cursor) AS c FROM settled WHERE session = ?1 \
+         UNION ALL SELECT max(cursor) FROM recent WHERE session = ?1)",
+    )
+    .db()?
+    .query_row([pk], |r| r.get(0))
+    .db()
+}
+
+/// Moves the rows of `recent` to `settled` once there are [`SETTLE_ROWS`] of them.
+fn settle_if_due(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    let rows: i64 = tx
+        .prepare_cached("SELECT count(*) FROM recent")
+        .db()?
+        .query_row([], |r| r.get(0))
+        .db()?;
+    if rows >= SETTLE_ROWS {
+        tx.prepare_cached(
+            "INSERT INTO settled (session, cursor) \
+             SELECT session, cursor FROM recent ORDER BY session, cursor",
+        )
+        .db()?
+        .execute([])
+        .db()?;
+        tx.prepare_cached("DELETE FROM recent")
+            .db()?
+            .execute([])
+            .db()?;
+    }
+    Ok(())
+}
+
 /// Takes the next touch sequence number for a change of the session `pk`.
 fn touch(tx: &rusqlite::Transaction<'_>, pk: i64) -> Result<i64> {
     tx.prepare_cached("INSERT INTO touches (session) VALUES (?1)")
@@ -113,14 +161,20 @@ fn read_records(
     limit: usize,
 ) -> Result<Vec<(Cursor, Record)>> {
     let after = sql_int(after);
-    let mut select = conn
-        .prepare_cached(
-            "SELECT cursor, count, record FROM records \
-             WHERE session = (SELECT pk FROM sessions WHERE id = ?1) AND cursor > ?2 \
-             ORDER BY cursor",
-        )
+    // One read transaction: the rows found are all still there when read.
+    let tx = conn.transaction().db()?;
+    let Some((pk, _)) = find(&tx, id)? else {
+        return Ok(Vec::new());
+    };
+    // Each row holds at least one record: `limit` rows are enough.
+    let wanted = sql_int(u64::try_from(limit).unwrap_or(u64::MAX));
+    let mut select = tx
+        .prepare_cached(&format!(
+            "SELECT cursor, count, record FROM records WHERE cursor IN ({ROWS_AFTER}) \
+             ORDER BY cursor"
+        ))
         .db()?;
-    let mut rows = select.query(params![id, after]).db()?;
+    let mut rows = select.query(params![pk, after, wanted]).db()?;
     let mut out = Vec::new();
     while out.len() < limit {
         let Some(row) = rows.next().db()? else {
@@ -237,14 +291,7 @@ impl SessionStore for SqliteStore {
                 let Some((pk, _)) = find(&tx, &id.0)? else {
                     return Err(unknown_session(&id));
                 };
-                let last: i64 = tx
-                    .query_row(
-                        "SELECT coalesce(max(cursor), 0) FROM records WHERE session = ?1",
-                        [pk],
-                        |r| r.get(0),
-                    )
-                    .db()?;
-                Ok(last as Cursor)
+                Ok(last_cursor(&tx, pk)? as Cursor)
             });
         }
         let id = id.clone();
@@ -282,14 +329,7 @@ impl SessionStore for SqliteStore {
                     continue;
                 };
                 if batch.is_empty() {
-                    let last: i64 = tx
-                        .prepare_cached(
-                            "SELECT coalesce(max(cursor), 0) FROM records WHERE session = ?1",
-                        )
-                        .db()?
-                        .query_row([pk], |r| r.get(0))
-                        .db()?;
-                    cursors.push(Some(last as Cursor));
+                    cursors.push(Some(last_cursor(&tx, pk)? as Cursor));
                     continue;
                 }
                 // The batch's text is the row, one record per line (JSON has no raw newlines);
@@ -300,11 +340,15 @@ impl SessionStore for SqliteStore {
                          VALUES (?1, ?2, ?3, ?4)",
                     )
                     .db()?;
+                let mut recent = tx
+                    .prepare_cached("INSERT INTO recent (cursor, session) VALUES (?1, ?2)")
+                    .db()?;
                 for (text, count) in rows(batch.as_str(), ROW_BYTES) {
                     handed_out = handed_out.saturating_add(count);
                     insert.execute(params![handed_out, pk, count, text]).db()?;
+                    recent.execute(params![handed_out, pk]).db()?;
                 }
-                drop(insert);
+                drop((insert, recent));
                 let touch = touch(&tx, pk)?;
                 tx.prepare_cached("UPDATE sessions SET updated_at = ?2, touch = ?3 WHERE pk = ?1")
                     .db()?
@@ -312,6 +356,7 @@ impl SessionStore for SqliteStore {
                     .db()?;
                 cursors.push(Some(handed_out as Cursor));
             }
+            settle_if_due(&tx)?;
             tx.commit().db()?;
             Ok(cursors)
         })
@@ -429,7 +474,11 @@ impl SessionStore for SqliteStore {
                 return Ok(());
             };
             for sql in [
-                "DELETE FROM records WHERE session = ?1",
+                "DELETE FROM records WHERE cursor IN (\
+                 SELECT cursor FROM settled WHERE session = ?1 \
+                 UNION ALL SELECT cursor FROM recent WHERE session = ?1)",
+                "DELETE FROM settled WHERE session = ?1",
+                "DELETE FROM recent WHERE session = ?1",
                 "DELETE FROM touches WHERE session = ?1",
                 "DELETE FROM state WHERE session = ?1",
                 "DELETE FROM sessions WHERE pk = ?1",
