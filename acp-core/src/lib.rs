@@ -69,8 +69,12 @@ pub use session::{
 };
 pub use tools::{IntoToolOutput, Json, Requirement, ToolDef, ToolLocations, ToolOutput};
 
-/// The ACP wire types, from the official `agent-client-protocol-schema` crate (protocol v1).
+/// The ACP wire types, from the official `agent-client-protocol-schema` crate: protocol v1 at
+/// the top (the types the author API uses), protocol v2's in [`schema::v2`] (feature `v2`).
 pub mod schema {
     pub use agent_client_protocol_schema::ProtocolVersion;
     pub use agent_client_protocol_schema::v1::*;
+    /// Protocol v2 (Preview) wire types: what a v2 connection's frames are checked against.
+    #[cfg(feature = "v2")]
+    pub use agent_client_protocol_schema::v2;
 }

@@ -12,12 +12,25 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use crate::peer::{Frame, Peer, Sequence, turn_ended};
-use crate::protocol::v1;
+use crate::protocol::{account, v1};
 use crate::schema::{SessionId, StopReason, ToolCallId};
 use crate::{Error, Result};
 
 /// How long a cancelled turn may keep running to wind down before it is dropped.
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_millis(50);
+
+/// How the end of a turn is told to the client.
+#[derive(Debug)]
+pub(crate) enum Ending<'a> {
+    /// Protocol v1: the answer to the turn's `session/prompt` request `id`.
+    Answer {
+        id: &'a crate::schema::RequestId,
+        meta: Option<crate::schema::Meta>,
+    },
+    /// Protocol v2: the session's `idle` state update, with the stop reason.
+    #[cfg(feature = "v2")]
+    Idle,
+}
 
 /// One prompt turn.
 #[derive(Debug)]
@@ -64,16 +77,15 @@ impl Turn {
     }
 
     /// Ends the turn: fails every tool call still open (before the answer), refuses further
-    /// updates, and returns the frame of the answer to the `session/prompt` request `id`, and
+    /// updates, and returns the frame that tells the client the turn ended (`ending`), and
     /// the frame that records the stop reason (when sessions are recorded), to be queued
-    /// after the answer.
+    /// after it.
     pub async fn end(
         &self,
         peer: &Peer,
         session: &SessionId,
-        id: &crate::schema::RequestId,
+        ending: Ending<'_>,
         outcome: Result<StopReason>,
-        meta: Option<crate::schema::Meta>,
     ) -> (Frame, Option<Frame>) {
         let cancelled = self.cancel.is_cancelled();
         let open = std::mem::take(&mut *self.open());
@@ -83,7 +95,7 @@ impl Turn {
             "the turn ended before this tool call finished"
         };
         for call in open {
-            let update = v1::tool_call_failed(&call, message);
+            let update = account::tool_call_failed(&call, message);
             if let Ok((bytes, record)) = peer.journal.session_update(session, &update) {
                 let frame = Frame::new(bytes, Some(self.sequence.clone())).recorded(record);
                 let _ = peer.send(frame).await;
@@ -91,7 +103,11 @@ impl Turn {
         }
         self.closing.store(true, Ordering::Release);
         debug!(cancelled, ok = outcome.is_ok(), "turn finished");
-        let (bytes, stop) = v1::prompt_answer(id, outcome, cancelled, meta);
+        let (bytes, stop) = match ending {
+            Ending::Answer { id, meta } => v1::prompt_answer(id, outcome, cancelled, meta),
+            #[cfg(feature = "v2")]
+            Ending::Idle => crate::protocol::v2::idle(session, outcome, cancelled),
+        };
         // The stop reason is history's, not something the client is shown again on load:
         // recorded after the answer rather than ahead of it, so that the answer (and a
         // cancel's latency) never waits on the store.

@@ -9,11 +9,11 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use super::{Frame, FrameKind};
-use crate::protocol::v1;
+use crate::protocol::{Version, v1};
 use crate::schema::{SessionId, SessionUpdate, StopReason};
 use crate::store::{Batch, Record, SessionStore};
 
@@ -46,6 +46,9 @@ pub(crate) struct Journal {
     store: Option<Arc<dyn SessionStore>>,
     /// A failure was logged already (logged once, not per batch).
     failed: Arc<AtomicBool>,
+    /// The protocol version the connection negotiated: how updates are written (the records
+    /// are the same whatever it is).
+    version: Arc<OnceLock<Version>>,
 }
 
 impl std::fmt::Debug for Journal {
@@ -62,7 +65,18 @@ impl Journal {
         Journal {
             store,
             failed: Arc::default(),
+            version: Arc::default(),
         }
+    }
+
+    /// The protocol version the connection speaks (v1 until `initialize` says otherwise).
+    pub fn version(&self) -> Version {
+        self.version.get().copied().unwrap_or_default()
+    }
+
+    /// Sets the protocol version, once (`initialize`); `false` if it was set already.
+    pub fn set_version(&self, version: Version) -> bool {
+        self.version.set(version).is_ok()
     }
 
     /// The store, if sessions are recorded.
@@ -82,6 +96,22 @@ impl Journal {
         session: &SessionId,
         update: &SessionUpdate,
     ) -> crate::Result<(Vec<u8>, Option<Journaled>)> {
+        #[cfg(feature = "v2")]
+        if self.version() == Version::V2 && !crate::protocol::v2::same_as_v1(update) {
+            // The frame is v2's; the record is the account's (v1) JSON, whatever the wire.
+            let text = serde_json::to_string(update)?;
+            let value: serde_json::Value = serde_json::from_str(&text)?;
+            let bytes = crate::protocol::v2::session_update(session, value)?.unwrap_or_default();
+            let record = self.is_recording().then(|| {
+                let mut batch = Batch::new();
+                batch.push_update_json(&text);
+                Journaled {
+                    session: session.clone(),
+                    kept: Kept::Records(batch),
+                }
+            });
+            return Ok((bytes, record));
+        }
         let (bytes, update) = v1::session_update_located(session, update)?;
         let record = self.is_recording().then(|| Journaled {
             session: session.clone(),

@@ -350,7 +350,16 @@ impl Peer {
             }
         }
         let _forget = Forget(&self.pending, id);
-        let bytes = jsonrpc::encode_request(id, method, params)?;
+        let bytes = match self.journal.version() {
+            #[cfg(feature = "v2")]
+            crate::protocol::Version::V2
+                if method == crate::protocol::methods::REQUEST_PERMISSION =>
+            {
+                let params = crate::protocol::v2::permission_params(serde_json::to_value(params)?);
+                jsonrpc::encode_request(id, method, &params)?
+            }
+            _ => jsonrpc::encode_request(id, method, params)?,
+        };
         self.send(Frame::new(bytes, None)).await?;
         // Waiting on the client from now: the reader must stay free to read its answer.
         release_admission();

@@ -14,7 +14,7 @@ use super::sessions::{authenticated, connect_mcp, open_session};
 use super::{Router, params};
 use crate::agent::{Agent, SessionSetup};
 use crate::peer::Frame;
-use crate::protocol::{methods, v1};
+use crate::protocol::{self, methods};
 use crate::schema::{self, ContentBlock, Meta, RequestId, SessionId};
 use crate::session::config::STORE_KEY;
 use crate::session::roots::Roots;
@@ -169,7 +169,11 @@ pub(super) fn reopen<A: Agent>(
             if req.replay {
                 for (_, record) in &page {
                     if let Record::Update { update } = record
-                        && let Ok(bytes) = v1::raw_update(&state.id, update)
+                        && let Ok(Some(bytes)) = protocol::replayed_update(
+                            conn.peer.journal.version(),
+                            &state.id,
+                            update,
+                        )
                     {
                         let _ = conn.peer.send(Frame::new(bytes, None)).await;
                     }
@@ -182,6 +186,18 @@ pub(super) fn reopen<A: Agent>(
             };
         }
         debug!(session = %state.id, records = replayed, replay = req.replay, "reopened the session");
+        // v2: the replay asked for is over, and the session's state, before the answer.
+        #[cfg(feature = "v2")]
+        if conn.peer.journal.version() == protocol::Version::V2 {
+            let complete = req
+                .replay
+                .then(|| protocol::v2::replay_complete(&state.id).ok())
+                .flatten();
+            let idle = protocol::v2::idle_snapshot(&state.id);
+            for bytes in complete.into_iter().chain(idle) {
+                let _ = conn.peer.send(Frame::new(bytes, None)).await;
+            }
+        }
         let cx = Session::new(state.clone(), None).handling(Request::new(req.meta));
         cx.restore_settings(settings.as_ref());
         // The agent's own setup: its `load_session` when it handles loading itself,

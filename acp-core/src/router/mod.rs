@@ -10,6 +10,8 @@ mod history;
 mod prompt;
 mod routes;
 mod sessions;
+#[cfg(feature = "v2")]
+mod v2;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -83,6 +85,9 @@ pub(crate) struct Router<A> {
     /// Running turns by the id of their `session/prompt`, for `$/cancel_request`.
     pub prompts: Arc<Mutex<HashMap<RequestId, Arc<Turn>>>>,
     routes: Vec<Route<A>>,
+    /// The table of a connection that negotiated protocol v2.
+    #[cfg(feature = "v2")]
+    routes_v2: Vec<Route<A>>,
     notifications: Vec<NotificationRoute<A>>,
     /// The agent's modes and config options (also on the connection, for sessions).
     pub settings: Arc<Settings>,
@@ -96,6 +101,8 @@ impl<A: Agent> Router<A> {
             tasks: TaskTracker::new(),
             prompts: Arc::default(),
             routes: routes::requests(),
+            #[cfg(feature = "v2")]
+            routes_v2: v2::requests(),
             notifications: routes::notifications(),
             settings,
         }
@@ -151,10 +158,12 @@ impl<A: Agent> Dispatch for Router<A> {
         admission: Admission,
     ) {
         let peer = &self.conn.peer;
-        let route = self
-            .routes
-            .iter()
-            .find(|r| r.method == method && (r.gate)(self));
+        let table = match self.conn.peer.journal.version() {
+            crate::protocol::Version::V1 => &self.routes,
+            #[cfg(feature = "v2")]
+            crate::protocol::Version::V2 => &self.routes_v2,
+        };
+        let route = table.iter().find(|r| r.method == method && (r.gate)(self));
         let target = match route {
             Some(route) => Target::Route(route),
             None => match self.agent.ext_methods().iter().find(|m| **m == method) {

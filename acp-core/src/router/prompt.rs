@@ -12,7 +12,7 @@ use super::{Router, history, params};
 use crate::agent::{Agent, Prompt};
 use crate::protocol::methods;
 use crate::schema::{self, ErrorCode, RequestId};
-use crate::session::{Request, Session};
+use crate::session::{Request, Session, SessionState};
 use crate::turn::{self, Turn};
 
 /// Starts a prompt turn. The session is checked and marked busy here, on the reader's task, so
@@ -44,17 +44,7 @@ pub(super) fn prompt<A: Agent>(
             ),
         ));
     }
-    // A slash command the session offers and the agent has a method for runs that method.
-    let command = prompt.command().and_then(|(name, rest)| {
-        let offered = state
-            .commands
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .any(|c| c.name == name);
-        let declared = r.agent.commands().iter().any(|c| c.name == name);
-        (offered && declared).then(|| (name.to_owned(), rest))
-    });
+    let command = command_of(r, &state, &prompt);
     let turn = Arc::new(Turn::new(&r.conn.peer.closed));
     if !state.start_turn(&turn) {
         return Err(schema::Error::new(
@@ -92,9 +82,8 @@ pub(super) fn prompt<A: Agent>(
             // Before the answer: a client that has it may kill the agent and load the session.
             state.save_persisted().await;
             let meta = request.take_answer_meta();
-            let (frame, ended) = turn
-                .end(&state.conn.peer, &state.id, &id, outcome, meta)
-                .await;
+            let ending = turn::Ending::Answer { id: &id, meta };
+            let (frame, ended) = turn.end(&state.conn.peer, &state.id, ending, outcome).await;
             // Free the session before the answer leaves: a client may send its next prompt the
             // moment it reads the answer.
             state.end_turn();
@@ -110,6 +99,25 @@ pub(super) fn prompt<A: Agent>(
         }
         .instrument(span),
     ))
+}
+
+/// The slash command `prompt` runs, with its input: one the session offers and the agent has a
+/// method for.
+pub(super) fn command_of<A: Agent>(
+    r: &Router<A>,
+    state: &SessionState,
+    prompt: &Prompt,
+) -> Option<(String, Prompt)> {
+    prompt.command().and_then(|(name, rest)| {
+        let offered = state
+            .commands
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|c| c.name == name);
+        let declared = r.agent.commands().iter().any(|c| c.name == name);
+        (offered && declared).then(|| (name.to_owned(), rest))
+    })
 }
 
 pub(super) fn cancel<A: Agent>(r: &Router<A>, raw: Option<&RawValue>) {

@@ -106,6 +106,16 @@ pub(super) fn notifications<A: Agent>() -> Vec<NotificationRoute<A>> {
 
 /// Queues the answer to request `id`.
 pub(super) async fn answer<T: Serialize>(conn: &Connection, id: &RequestId, result: Result<T>) {
+    #[cfg(feature = "v2")]
+    if conn.peer.journal.version() == crate::protocol::Version::V2 {
+        let result =
+            result.and_then(|value| Ok(crate::protocol::v2::result(serde_json::to_value(value)?)));
+        let _ = conn
+            .peer
+            .send(Frame::new(v1::answer(id, result), None))
+            .await;
+        return;
+    }
     let _ = conn
         .peer
         .send(Frame::new(v1::answer(id, result), None))
@@ -128,12 +138,25 @@ fn initialize<A: Agent>(
     id: &RequestId,
     raw: Option<&RawValue>,
 ) -> Result<Vec<u8>, schema::Error> {
+    /// The version the client asks for, whatever the shape of the rest.
+    #[derive(serde::Deserialize)]
+    struct Asked {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: ProtocolVersion,
+    }
+    let asked: Asked = params(methods::INITIALIZE, raw)?;
+    #[cfg(feature = "v2")]
+    if asked.protocol_version >= ProtocolVersion::V2 {
+        return super::v2::initialize(r, id, raw);
+    }
+    // Anything else (v1, or the pre-release 0) is answered with v1.
+    let _ = asked;
+    let version = ProtocolVersion::V1;
     let req: schema::InitializeRequest = params(methods::INITIALIZE, raw)?;
-    let version = if req.protocol_version == ProtocolVersion::V1 {
-        req.protocol_version
-    } else {
-        ProtocolVersion::LATEST
-    };
+    r.conn
+        .peer
+        .journal
+        .set_version(crate::protocol::Version::V1);
     debug!(capabilities = ?req.client_capabilities, "initialized");
     if r.conn.client.set(req.client_capabilities).is_err() {
         debug!("`initialize` sent twice; keeping the first client capabilities");

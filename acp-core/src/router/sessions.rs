@@ -16,7 +16,7 @@ use crate::agent::{Agent, SessionSetup};
 use crate::jsonrpc;
 use crate::mcp;
 use crate::peer::Frame;
-use crate::protocol::{methods, v1};
+use crate::protocol::methods;
 use crate::schema::{
     self, AvailableCommand, Meta, RequestId, SessionConfigOption, SessionId, SessionModeState,
 };
@@ -190,7 +190,10 @@ async fn send_commands(conn: &Connection, session: &SessionId, commands: Vec<Ava
     let update = schema::SessionUpdate::AvailableCommandsUpdate(
         schema::AvailableCommandsUpdate::new(commands),
     );
-    if let Ok(frame) = v1::session_update(session, update) {
+    // Written in the connection's version; not recorded.
+    if let Ok((frame, _)) = conn.peer.journal.session_update(session, &update)
+        && !frame.is_empty()
+    {
         let _ = conn.peer.send(Frame::new(frame, None)).await;
     }
 }

@@ -228,7 +228,9 @@ impl Session {
         message: impl Into<String>,
     ) -> Result<Action> {
         let params = CreateElicitationRequest::new(mode, message);
-        let answer: Answer = self.request(methods::ELICITATION_CREATE, &params).await?;
+        let answer: Answer = self
+            .waiting_on_user(self.request(methods::ELICITATION_CREATE, &params))
+            .await?;
         match answer.action.as_str() {
             "accept" => Ok(Action::Accept(answer.content)),
             "decline" => Ok(Action::Decline),

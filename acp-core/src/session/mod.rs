@@ -34,7 +34,7 @@ pub use terminal::{Terminal, Terminals};
 pub use tool_call::{ToolCallBuilder, ToolCallGuard, in_tool_call};
 
 use crate::peer::{Frame, Journaled};
-use crate::protocol::{methods, v1};
+use crate::protocol::{self, account, methods};
 use crate::schema::{
     self, AvailableCommand, AvailableCommandsUpdate, ClientCapabilities, ContentBlock,
     ContentChunk, McpServer, Meta, PermissionOption, PermissionOptionId, Plan, PlanEntry,
@@ -297,7 +297,7 @@ impl Session {
             return Err(Error::SessionClosed);
         }
         self.state.messages.stamp(&mut update);
-        v1::fit_tool_call(&mut update);
+        account::fit_tool_call(&mut update);
         let journal = &self.state.conn.peer.journal;
         // A title for `session/list`.
         let title = match &update {
@@ -357,14 +357,40 @@ impl Session {
         mut tool_call: ToolCallUpdate,
         options: Vec<PermissionOption>,
     ) -> Result<PermissionOptionId> {
-        v1::fit_fields(&mut tool_call.fields);
+        account::fit_fields(&mut tool_call.fields);
         let params =
             schema::RequestPermissionRequest::new(self.state.id.clone(), tool_call, options);
-        let answer: schema::RequestPermissionResponse =
-            self.request(methods::REQUEST_PERMISSION, &params).await?;
+        let answer: schema::RequestPermissionResponse = self
+            .waiting_on_user(self.request(methods::REQUEST_PERMISSION, &params))
+            .await?;
         match answer.outcome {
             RequestPermissionOutcome::Selected(selected) => Ok(selected.option_id),
             _ => Err(Error::Cancelled),
+        }
+    }
+
+    /// Runs `ask` (a question to the user) with the turn reported waiting on the user while it
+    /// runs, and running again after (v2's `requires_action`; nothing on v1).
+    pub(crate) async fn waiting_on_user<T>(&self, ask: impl Future<Output = T>) -> T {
+        self.report_state(protocol::State::RequiresAction).await;
+        let out = ask.await;
+        if !self.turn.as_ref().is_some_and(|t| t.cancel.is_cancelled()) {
+            self.report_state(protocol::State::Running).await;
+        }
+        out
+    }
+
+    /// Reports the turn's state to the client, if the connection's protocol does.
+    async fn report_state(&self, state: protocol::State) {
+        let Some(turn) = &self.turn else { return };
+        let peer = &self.state.conn.peer;
+        if turn.is_closing() {
+            return;
+        }
+        if let Some(bytes) = protocol::state_update(peer.journal.version(), &self.state.id, state) {
+            let _ = peer
+                .send(Frame::new(bytes, Some(turn.sequence.clone())))
+                .await;
         }
     }
 

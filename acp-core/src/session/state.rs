@@ -6,6 +6,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use tokio_util::sync::CancellationToken;
 
 use super::config;
 use super::messages::Messages;
@@ -126,6 +127,15 @@ pub(crate) struct SessionState {
     pub values: TypeMap,
     /// Which of them persist, and the stored ones not asked for yet.
     pub persisted: PersistedValues,
+    /// Held by the prompt whose turn runs: prompts that queue (v2) take it in the order they
+    /// came, each its own turn.
+    pub queue: Arc<tokio::sync::Mutex<()>>,
+    /// Cancelled (and replaced) by a cancel of the session: drops the prompts waiting in
+    /// `queue`.
+    pub waiting: Mutex<CancellationToken>,
+    /// The user message id each idempotency key of a prompt was given (v2): a retried prompt
+    /// starts no second turn.
+    pub idempotency: Mutex<HashMap<String, schema::MessageId>>,
 }
 
 impl SessionState {
@@ -149,14 +159,23 @@ impl SessionState {
             closed: AtomicBool::new(false),
             values: TypeMap::default(),
             persisted: PersistedValues::default(),
+            queue: Arc::default(),
+            waiting: Mutex::new(CancellationToken::new()),
+            idempotency: Mutex::new(HashMap::new()),
         })
     }
 
-    /// Cancels the running turn, if any.
+    /// Cancels the running turn, if any, and the prompts waiting for their turn.
     pub fn cancel_turn(&self) {
         if let Some(turn) = lock(&self.turn).as_ref() {
             turn.cancel.cancel();
         }
+        std::mem::take(&mut *lock(&self.waiting)).cancel();
+    }
+
+    /// What cancels the prompts queued from now until the next cancel.
+    pub fn waiting(&self) -> CancellationToken {
+        lock(&self.waiting).clone()
     }
 
     /// Makes `turn` the running turn; `false` if one is already running.

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use super::Session;
 use crate::Result;
 use crate::peer::Frame;
-use crate::protocol::v1;
+use crate::protocol::account;
 use crate::schema::{
     self, PermissionOption, PermissionOptionId, SessionUpdate, ToolCallContent, ToolCallId,
     ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
@@ -265,7 +265,7 @@ impl ToolCallGuard {
     /// Marks the call `failed`, showing `message` as its content (after the embedded
     /// terminals).
     pub async fn fail(mut self, message: impl std::fmt::Display) -> Result<()> {
-        let fields = v1::failed_fields(&message.to_string());
+        let fields = account::failed_fields(&message.to_string());
         self.finish(fields).await
     }
 
@@ -298,7 +298,7 @@ impl Drop for ToolCallGuard {
         };
         // If the queue is full, the end-of-turn sweep reports it instead.
         let peer = &self.cx.state.conn.peer;
-        let fields = self.embedded.keep(v1::failed_fields(message));
+        let fields = self.embedded.keep(account::failed_fields(message));
         let update = SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(self.id.clone(), fields));
         let Ok((bytes, record)) = peer.journal.session_update(self.cx.id(), &update) else {
             return;

@@ -1,0 +1,409 @@
+//! The method table of a connection that negotiated protocol v2, and what only v2 has: its
+//! `initialize` answer, the prompt lifecycle (a prompt answered once accepted, queued behind
+//! the running turn, its turn told by `state_update`s), `session/resume` with `replayFrom`,
+//! `session/close` that ends the running turn first, and `auth/login` / `auth/logout`.
+//!
+//! The other methods are v1's handlers: [`v1_params`] gives them their params in the v1 shape,
+//! and `routes::answer` writes their answers in v2's.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tracing::{Instrument, debug, debug_span};
+
+use super::routes::{answer, offered_auth_methods};
+use super::{Handler, Route, Router, auth, history, params, sessions};
+use crate::agent::{Agent, Prompt};
+use crate::jsonrpc;
+use crate::mcp;
+use crate::peer::Frame;
+use crate::protocol::{Version, methods, v2};
+use crate::schema::{self, ErrorCode, ProtocolVersion, RequestId};
+use crate::session::{Request, Session, SessionState, user_chunk};
+use crate::store::Record;
+use crate::turn::{self, Turn};
+
+/// v2's method names that v1 spells differently.
+const AUTH_LOGIN: &str = "auth/login";
+const AUTH_LOGOUT: &str = "auth/logout";
+
+/// The requests a v2 connection answers.
+pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
+    fn always<A>(_: &Router<A>) -> bool {
+        true
+    }
+    fn recorded<A: Agent>(r: &Router<A>) -> bool {
+        r.store().is_some()
+    }
+    fn has_auth<A: Agent>(r: &Router<A>) -> bool {
+        !r.agent.auth_methods().is_empty()
+    }
+    vec![
+        Route {
+            method: methods::INITIALIZE,
+            gate: always,
+            handler: Handler::Inline(initialize),
+        },
+        Route {
+            method: AUTH_LOGIN,
+            gate: has_auth,
+            handler: Handler::Spawned(login),
+        },
+        Route {
+            method: AUTH_LOGOUT,
+            gate: has_auth,
+            handler: Handler::Spawned(logout),
+        },
+        Route {
+            method: methods::SESSION_NEW,
+            gate: always,
+            handler: Handler::Spawned(new_session),
+        },
+        Route {
+            method: methods::SESSION_RESUME,
+            gate: recorded,
+            handler: Handler::Spawned(resume),
+        },
+        Route {
+            method: methods::SESSION_LIST,
+            gate: recorded,
+            handler: Handler::Spawned(history::list),
+        },
+        Route {
+            method: methods::SESSION_DELETE,
+            gate: recorded,
+            handler: Handler::Spawned(history::delete),
+        },
+        Route {
+            method: methods::SESSION_PROMPT,
+            gate: always,
+            handler: Handler::Spawned(prompt),
+        },
+        Route {
+            method: methods::SESSION_CLOSE,
+            gate: always,
+            handler: Handler::Spawned(close),
+        },
+        Route {
+            method: methods::SESSION_SET_CONFIG_OPTION,
+            gate: |r: &Router<A>| !r.settings.is_empty(),
+            handler: Handler::Spawned(set_config_option),
+        },
+    ]
+}
+
+/// The params of a v2 request of `method` in the v1 shape its handler reads.
+fn v1_params(method: &str, raw: Option<&RawValue>) -> Result<Box<RawValue>, schema::Error> {
+    let mut value: Value = params(method, raw)?;
+    v2::request_params(method, &mut value);
+    serde_json::value::to_raw_value(&value)
+        .map_err(|e| schema::Error::new(ErrorCode::InternalError.into(), e.to_string()))
+}
+
+/// `initialize` asking for protocol 2 or later: answered with 2, in v2's shape.
+pub(super) fn initialize<A: Agent>(
+    r: &Router<A>,
+    id: &RequestId,
+    raw: Option<&RawValue>,
+) -> Result<Vec<u8>, schema::Error> {
+    let req: schema::v2::InitializeRequest = params(methods::INITIALIZE, raw)?;
+    let journal = &r.conn.peer.journal;
+    if !journal.set_version(Version::V2) && journal.version() != Version::V2 {
+        return Err(schema::Error::new(
+            ErrorCode::InvalidRequest.into(),
+            "this connection was initialized with protocol v1; a connection speaks one version",
+        ));
+    }
+    debug!(client = ?req.info, "initialized (protocol v2)");
+    // A v2 client has no file system or terminals: `cx.fs()` / `cx.terminal()` do not ask it.
+    let _ = r.conn.client.set(schema::ClientCapabilities::new());
+    let _ = r.conn.client_info.set(None);
+    let v1 = r.agent.capabilities();
+    let marker = |on: bool| on.then(|| json!({}));
+    let prompt = &v1.prompt_capabilities;
+    let mut session = json!({
+        "prompt": {
+            "image": marker(prompt.image),
+            "audio": marker(prompt.audio),
+            "embeddedContext": marker(prompt.embedded_context),
+        },
+        "mcp": {"stdio": {}, "http": marker(mcp::capabilities().http)},
+        "additionalDirectories": {},
+    });
+    if r.store().is_some() {
+        session["delete"] = json!({});
+    }
+    strip_nulls(&mut session);
+    let auth_methods: Vec<Value> =
+        offered_auth_methods(r.agent.auth_methods(), r.conn.client_capabilities())
+            .into_iter()
+            .filter(|m| matches!(m, schema::AuthMethod::Agent(_)))
+            .filter_map(|m| {
+                let mut m = serde_json::to_value(m).ok()?;
+                let fields = m.as_object_mut()?;
+                let id = fields.remove("id")?;
+                fields.insert("methodId".into(), id);
+                fields.insert("type".into(), "agent".into());
+                Some(m)
+            })
+            .collect();
+    let info = r.agent.info();
+    let response = json!({
+        "protocolVersion": ProtocolVersion::V2,
+        "info": info,
+        "capabilities": {"session": session},
+        "authMethods": auth_methods,
+    });
+    Ok(jsonrpc::encode_result(id, &response))
+}
+
+/// Removes the `null` members of `value`'s objects (a marker not given).
+fn strip_nulls(value: &mut Value) {
+    if let Value::Object(map) = value {
+        map.retain(|_, v| !v.is_null());
+        map.values_mut().for_each(strip_nulls);
+    }
+}
+
+fn login<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    auth::authenticate(r, id, Some(&v1_params(AUTH_LOGIN, raw)?))
+}
+
+fn logout<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    auth::logout(r, id, Some(&v1_params(AUTH_LOGOUT, raw)?))
+}
+
+fn new_session<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    sessions::new_session(r, id, Some(&v1_params(methods::SESSION_NEW, raw)?))
+}
+
+fn set_config_option<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    let raw = v1_params(methods::SESSION_SET_CONFIG_OPTION, raw)?;
+    sessions::set_config_option(r, id, Some(&raw))
+}
+
+/// `session/resume`: with `replayFrom` the whole conversation is replayed (v1's `session/load`),
+/// then `replay_complete`; without, none.
+fn resume<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    let mut value: Value = params(methods::SESSION_RESUME, raw)?;
+    let replay = match value.as_object_mut().and_then(|f| f.remove("replayFrom")) {
+        None | Some(Value::Null) => false,
+        Some(from) if from.get("type").and_then(Value::as_str) == Some("start") => true,
+        Some(from) => {
+            return Err(schema::Error::new(
+                ErrorCode::InvalidParams.into(),
+                format!(
+                    "`replayFrom` {from} is not supported; replay from `{{\"type\": \"start\"}}`"
+                ),
+            ));
+        }
+    };
+    v2::request_params(methods::SESSION_RESUME, &mut value);
+    let req: schema::ResumeSessionRequest = serde_json::from_value(value)
+        .map_err(|e| crate::Error::InvalidParams(e.to_string()).to_rpc())?;
+    let roots = crate::session::roots::Roots::new(req.cwd, req.additional_directories)?;
+    Ok(history::reopen(
+        r,
+        id,
+        history::Reopen {
+            session_id: req.session_id,
+            roots,
+            mcp_servers: req.mcp_servers,
+            meta: req.meta,
+            replay,
+        },
+    ))
+}
+
+/// `session/close`: a running turn ends (`idle`, `cancelled`) and prompts waiting are refused
+/// before the answer.
+fn close<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    let req: schema::CloseSessionRequest = params(methods::SESSION_CLOSE, raw)?;
+    let session = r
+        .conn
+        .sessions
+        .remove(&req.session_id)
+        .ok_or_else(|| schema::Error::session_not_found(req.session_id.clone()))?;
+    session.cancel_turn();
+    let conn = r.conn.clone();
+    Ok(Box::pin(async move {
+        crate::peer::release_admission();
+        // Free once the running turn has sent its idle (and queued prompts gave up).
+        let _free = session.queue.clone().lock_owned().await;
+        debug!(session = %session.id, "session closed");
+        answer(&conn, &id, Ok(schema::CloseSessionResponse::new())).await;
+        tokio::spawn(async move {
+            tokio::time::sleep(turn::CANCEL_GRACE).await;
+            mcp::stop(&session).await;
+        });
+    }))
+}
+
+/// A v2 `session/prompt`: checked here, then queued behind the session's running turn; once
+/// its turn starts it is answered with its user message's id, the message echoed, and the
+/// turn told by `running` … `idle`.
+fn prompt<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    let mut value: Value = params(methods::SESSION_PROMPT, raw)?;
+    let key = value
+        .as_object_mut()
+        .and_then(|f| f.remove("idempotencyKey"))
+        .and_then(|k| k.as_str().map(str::to_owned));
+    let req: schema::PromptRequest = serde_json::from_value(value)
+        .map_err(|e| crate::Error::InvalidParams(e.to_string()).to_rpc())?;
+    let state = r
+        .conn
+        .sessions
+        .get(&req.session_id)
+        .ok_or_else(|| schema::Error::session_not_found(req.session_id.clone()))?;
+    // A retry of a prompt already inserted: its message id again, no second turn.
+    if let Some(key) = &key
+        && let Some(message) = lock(&state.idempotency).get(key).cloned()
+    {
+        let conn = r.conn.clone();
+        return Ok(Box::pin(async move {
+            let bytes = v2::prompt_answer(&id, &message.0);
+            let _ = conn.peer.send(Frame::new(bytes, None)).await;
+        }));
+    }
+    let blocks = req.prompt.clone();
+    let prompt = Prompt::from_request(req);
+    let accepted = r.agent.capabilities().prompt_capabilities;
+    if let Some((index, what, capability)) = prompt.unaccepted(&accepted) {
+        return Err(schema::Error::new(
+            ErrorCode::InvalidParams.into(),
+            format!(
+                "`prompt[{index}]` is {what}, which this agent does not accept (it does not advertise `session.prompt.{capability}`)"
+            ),
+        ));
+    }
+    let command = super::prompt::command_of(r, &state, &prompt);
+    // The message id is the session's from now: a retry with the same key gets it.
+    let message = state.messages.user_message();
+    if let Some(key) = key {
+        lock(&state.idempotency).insert(key, message.clone());
+    }
+    let waiting = state.waiting();
+    let (agent, prompts) = (r.agent.clone(), r.prompts.clone());
+    let span =
+        debug_span!("turn", session = %state.id, command = command.as_ref().map(|c| c.0.as_str()));
+    Ok(Box::pin(
+        async move {
+            crate::peer::release_admission();
+            let peer = state.conn.peer.clone();
+            // FIFO behind the running turn; a cancel of the session drops waiting prompts.
+            let slot = tokio::select! {
+                slot = state.queue.clone().lock_owned() => slot,
+                () = waiting.cancelled() => {
+                    let e = crate::Error::Cancelled.to_rpc();
+                    let _ = peer.send(Frame::new(jsonrpc::encode_error(&id, &e), None)).await;
+                    return;
+                }
+            };
+            let turn = Arc::new(Turn::new(&peer.closed));
+            if state.is_closed() || !state.start_turn(&turn) {
+                let e = crate::Error::SessionClosed.to_rpc();
+                let _ = peer
+                    .send(Frame::new(jsonrpc::encode_error(&id, &e), None))
+                    .await;
+                return;
+            }
+            lock(&prompts).insert(id.clone(), turn.clone());
+            state.messages.end();
+            let _ = peer
+                .send(Frame::new(v2::prompt_answer(&id, &message.0), None))
+                .await;
+            echo(&state, &turn, &blocks, &message).await;
+            if let Ok(running) = v2::state_update(&state.id, crate::protocol::State::Running) {
+                let _ = peer
+                    .send(Frame::new(running, Some(turn.sequence.clone())))
+                    .await;
+            }
+            let request = Request::new(prompt.meta().cloned());
+            let cx = Session::new(state.clone(), Some(turn.clone())).handling(request);
+            let outcome = match command {
+                Some((name, input)) => {
+                    turn::run(agent.run_command(&cx, &name, input), &turn.cancel).await
+                }
+                None => turn::run(agent.prompt(&cx, prompt), &turn.cancel).await,
+            };
+            state.save_persisted().await;
+            let (frame, ended) = turn
+                .end(&peer, &state.id, turn::Ending::Idle, outcome)
+                .await;
+            state.end_turn();
+            lock(&prompts).remove(&id);
+            let _ = peer.send(frame).await;
+            if let Some(ended) = ended {
+                let _ = peer.send(ended).await;
+            }
+            drop(slot);
+        }
+        .instrument(span),
+    ))
+}
+
+/// Echoes the prompt as the `user_message` of id `message` (recorded as its chunks: the
+/// account of a prompt is the same for both versions).
+async fn echo(
+    state: &SessionState,
+    turn: &Turn,
+    blocks: &[schema::ContentBlock],
+    message: &schema::MessageId,
+) {
+    let peer = &state.conn.peer;
+    let update = json!({
+        "sessionUpdate": "user_message",
+        "messageId": message,
+        "content": blocks,
+    });
+    let Ok(Some(bytes)) = v2::session_update(&state.id, update) else {
+        return;
+    };
+    let records: Vec<Record> = blocks
+        .iter()
+        .filter_map(|block| Record::update(&user_chunk(block.clone(), message)).ok())
+        .collect();
+    let frame = match peer.journal.records_only(&state.id, &records) {
+        Some(mut frame) => {
+            frame.bytes = bytes;
+            frame.sequence = Some(turn.sequence.clone());
+            frame
+        }
+        None => Frame::new(bytes, Some(turn.sequence.clone())),
+    };
+    let _ = peer.send(frame).await;
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
