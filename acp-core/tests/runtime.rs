@@ -197,6 +197,8 @@ async fn version_negotiation_answers_the_clients_version_or_our_latest() {
         .connect(Probe::default())
         .await
         .unwrap();
+    // The builder's `initialize` chose v1: a connection keeps the version it negotiated first
+    // (a client asking 2 or more on a fresh connection gets 2: tests/protocol_v2.rs).
     for (asked, answered) in [(1, 1), (0, 1), (99, 1)] {
         let init = c
             .request("initialize", json!({"protocolVersion": asked}))

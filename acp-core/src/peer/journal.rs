@@ -74,6 +74,11 @@ impl Journal {
         self.version.get().copied().unwrap_or_default()
     }
 
+    /// The protocol version `initialize` negotiated, if it ran.
+    pub fn negotiated(&self) -> Option<Version> {
+        self.version.get().copied()
+    }
+
     /// Sets the protocol version, once (`initialize`); `false` if it was set already.
     pub fn set_version(&self, version: Version) -> bool {
         self.version.set(version).is_ok()

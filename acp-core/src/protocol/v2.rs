@@ -5,7 +5,7 @@
 //!
 //! - updates are upserts: a v1 `tool_call` becomes the `tool_call_update` that creates the
 //!   tool call; `plan` becomes `plan_update` (one plan per session, id [`PLAN_ID`]); a
-//!   command's input carries `type: "text"`; config options use `configId` / `groupId`;
+//!   command carries `type: "command"` and its input `type: "text"`; config options use `configId` / `groupId`;
 //!   `current_mode_update` has no counterpart (modes are the config option of category
 //!   `mode`, whose `config_option_update` the runtime sends beside it); a diff is `changes`;
 //! - the turn: [`prompt_answer`] acknowledges a prompt with its user message's id, and
@@ -101,6 +101,10 @@ pub(crate) fn translate_update(mut update: Value) -> Option<Value> {
         "available_commands_update" => {
             if let Some(Value::Array(commands)) = fields.get_mut("availableCommands") {
                 for command in commands {
+                    // v2's commands are a tagged union (`command`, and future kinds).
+                    if let Some(command) = command.as_object_mut() {
+                        command.entry("type").or_insert_with(|| "command".into());
+                    }
                     if let Some(Value::Object(input)) = command.get_mut("input") {
                         input.entry("type").or_insert_with(|| "text".into());
                     }

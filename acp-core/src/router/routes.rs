@@ -145,8 +145,11 @@ fn initialize<A: Agent>(
         protocol_version: ProtocolVersion,
     }
     let asked: Asked = params(methods::INITIALIZE, raw)?;
+    // A connection speaks the version its first `initialize` chose.
     #[cfg(feature = "v2")]
-    if asked.protocol_version >= ProtocolVersion::V2 {
+    if asked.protocol_version >= ProtocolVersion::V2
+        && r.conn.peer.journal.negotiated() != Some(crate::protocol::Version::V1)
+    {
         return super::v2::initialize(r, id, raw);
     }
     // Anything else (v1, or the pre-release 0) is answered with v1.

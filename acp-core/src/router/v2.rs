@@ -117,8 +117,14 @@ pub(super) fn initialize<A: Agent>(
         ));
     }
     debug!(client = ?req.info, "initialized (protocol v2)");
-    // A v2 client has no file system or terminals: `cx.fs()` / `cx.terminal()` do not ask it.
-    let _ = r.conn.client.set(schema::ClientCapabilities::new());
+    // A v2 client has no file system or terminals (`cx.fs()` / `cx.terminal()` do not ask it),
+    // and shows boolean config options (v2's baseline).
+    let mut client = schema::ClientCapabilities::new();
+    client.session = Some(schema::ClientSessionCapabilities::new().config_options(
+        schema::SessionConfigOptionsCapabilities::new()
+            .boolean(schema::BooleanConfigOptionCapabilities::new()),
+    ));
+    let _ = r.conn.client.set(client);
     let _ = r.conn.client_info.set(None);
     let v1 = r.agent.capabilities();
     let marker = |on: bool| on.then(|| json!({}));

@@ -102,6 +102,7 @@ fn command_inputs_carry_their_type_and_mode_updates_have_no_v2_frame() {
         ),
     ]));
     let value = translate_update(serde_json::to_value(commands).unwrap()).unwrap();
+    assert_eq!(value["availableCommands"][0]["type"], "command");
     assert_eq!(value["availableCommands"][0]["input"]["type"], "text");
     assert!(matches!(
         serde_json::from_value::<v2::SessionUpdate>(value).unwrap(),
