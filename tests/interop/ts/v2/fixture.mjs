@@ -203,6 +203,12 @@ export class Fixture {
         conn.ctx = ctx;
         return body(conn);
       });
+    } catch (e) {
+      // The SDK closes the connection when it cannot use the initialize answer: say why.
+      const init = conn.lastRequest("initialize");
+      const version = init && conn.answerTo(init)?.msg.result?.protocolVersion;
+      if (version !== undefined && version !== 2) throw new ScenarioFailure(`${conn.name}: the agent answered initialize (asking for 2) with protocolVersion ${version}: it does not negotiate v2 (the SDK's v2 client closed the connection: ${e?.name ?? "error"})`);
+      throw e;
     } finally {
       const { code, signal, error } = await agent.shutdown(10_000);
       this.checks.check(code === 0, `${conn.name}: agent should exit with status 0 after stdin EOF, got code=${code} signal=${signal}${error ? " error=" + error : ""}`);
