@@ -158,11 +158,14 @@ export function summarize(raw, n = 160) {
 }
 
 /**
- * Spawn the agent binary and return { child, tap, stream, stderr(), exit }.
+ * Spawn the agent binary (or a `.mjs`/`.js` agent, under this node) and return
+ * { child, tap, stream, stderr(), exit }.
  * `stream` is an SDK Stream (ndJsonStream) whose bytes pass through the tap.
  */
 export function spawnAgent(binary, validator, { env = {} } = {}) {
-  const child = spawn(binary, [], {
+  // A JavaScript agent (e.g. v2/reference-agent.mjs) runs under this node.
+  const [command, args] = /\.m?js$/.test(binary) ? [process.execPath, [binary]] : [binary, []];
+  const child = spawn(command, args, {
     stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, RUST_BACKTRACE: "1", ...env },
   });

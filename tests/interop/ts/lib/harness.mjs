@@ -178,7 +178,7 @@ async function main(cli) {
     return 2;
   }
   const selected = wanted.length ? wanted.map((w) => scenarios[w]) : Object.values(scenarios);
-  const validator = new FrameValidator();
+  const validator = cli.validator ? cli.validator() : new FrameValidator();
   console.log(`${cli.title} (TypeScript SDK @agentclientprotocol/sdk ${validator.sdkVersion}, node ${process.version})`);
   console.log(`${cli.targetLabel}: ${target}`);
   let passed = 0;
@@ -208,6 +208,7 @@ async function main(cli) {
  * - `multiline`: see Checks; `rawLimit`: frames longer than this are cut in the transcript
  * - `describeError`: how an unexpected exception is reported
  * - `transcriptOnPass`: print the transcript for passing scenarios too
+ * - `validator`: makes the frame validator (default: `new FrameValidator()`, the v1 schema)
  */
 export function runCli({
   script,
@@ -219,8 +220,9 @@ export function runCli({
   rawLimit,
   describeError: describe = describeError,
   transcriptOnPass = false,
+  validator,
 }) {
-  const cli = { script, targetArg, title, targetLabel, fixture, multiline, rawLimit, describeError: describe, transcriptOnPass };
+  const cli = { script, targetArg, title, targetLabel, fixture, multiline, rawLimit, describeError: describe, transcriptOnPass, validator };
   main(cli).then(
     (code) => {
       process.exitCode = code;

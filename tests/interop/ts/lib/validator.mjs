@@ -1,5 +1,7 @@
 // Validates JSON-RPC frames against the JSON Schema that ships inside the
-// official @agentclientprotocol/sdk package (schema/v1/schema.json).
+// official @agentclientprotocol/sdk package (schema/v1/schema.json by default;
+// `new FrameValidator({ schemaVersion: "v2" })` for schema/v2/schema.json, which
+// the protocol v2 drivers in ../v2/ use).
 //
 // The schema's top-level `anyOf` has an "Agent" branch (every message an
 // agent may send: AgentRequest | AgentResponse | AgentNotification). Those
@@ -21,13 +23,12 @@ import addFormatsModule from "ajv-formats";
 const Ajv2020 = Ajv2020Module.default ?? Ajv2020Module;
 const addFormats = addFormatsModule.default ?? addFormatsModule;
 
-const SCHEMA_ID = "urn:acp-interop:sdk-schema-v1";
-
-export function loadSdkSchema() {
+/** `schemaVersion`: "v1" or "v2", the directory under the package's schema/. */
+export function loadSdkSchema(schemaVersion = "v1") {
   const require = createRequire(import.meta.url);
-  const path = require.resolve("@agentclientprotocol/sdk/schema/v1/schema.json");
+  const path = require.resolve(`@agentclientprotocol/sdk/schema/${schemaVersion}/schema.json`);
   const schema = JSON.parse(readFileSync(path, "utf8"));
-  // package.json is not in the package's "exports"; it sits two levels above schema/v1/.
+  // package.json is not in the package's "exports"; it sits two levels above schema/<version>/.
   const pkgPath = join(dirname(path), "..", "..", "package.json");
   const version = JSON.parse(readFileSync(pkgPath, "utf8")).version;
   return { schema, path, version };
@@ -37,9 +38,18 @@ function intFormat(min, max) {
   return { type: "number", validate: (n) => Number.isInteger(n) && n >= min && n <= max };
 }
 
+/** Methods each schema version must define: proof that the x-method mapping found them. */
+const REQUIRED_METHODS = {
+  v1: { client: ["session/update", "session/request_permission", "fs/read_text_file"], agent: ["initialize", "session/new", "session/prompt"] },
+  v2: { client: ["session/update", "session/request_permission"], agent: ["initialize", "session/new", "session/prompt", "session/resume", "session/close"] },
+};
+
 export class FrameValidator {
-  constructor() {
-    const { schema, path, version } = loadSdkSchema();
+  /** `schemaVersion`: "v1" (the default) or "v2". */
+  constructor({ schemaVersion = "v1" } = {}) {
+    const { schema, path, version } = loadSdkSchema(schemaVersion);
+    const SCHEMA_ID = `urn:acp-interop:sdk-schema-${schemaVersion}`;
+    this.schemaVersion = schemaVersion;
     this.schemaPath = path;
     this.sdkVersion = version;
     const ajv = new Ajv2020({
@@ -105,17 +115,20 @@ export class FrameValidator {
     }
     // Per-variant validators for SessionUpdate, used only to produce a precise
     // error message (the oneOf error list of the whole union is hard to read).
+    // v1 spells the union `oneOf`, v2 `anyOf` (with an open "other" branch).
     this.updateVariants = new Map();
-    (defs.SessionUpdate?.oneOf ?? []).forEach((variant, i) => {
+    const unionKey = defs.SessionUpdate?.oneOf ? "oneOf" : "anyOf";
+    (defs.SessionUpdate?.[unionKey] ?? []).forEach((variant, i) => {
       const tag = variant.properties?.sessionUpdate?.const;
-      if (tag) this.updateVariants.set(tag, ajv.compile({ $ref: `${SCHEMA_ID}#/$defs/SessionUpdate/oneOf/${i}` }));
+      if (tag) this.updateVariants.set(tag, ajv.compile({ $ref: `${SCHEMA_ID}#/$defs/SessionUpdate/${unionKey}/${i}` }));
     });
-    for (const m of ["session/update", "session/request_permission", "fs/read_text_file"]) {
+    const required = REQUIRED_METHODS[schemaVersion] ?? REQUIRED_METHODS.v1;
+    for (const m of required.client) {
       if (!this.clientNotificationParams.has(m) && !this.clientRequestParams.has(m)) {
         throw new Error(`schema lacks a definition for ${m}; x-method mapping broken`);
       }
     }
-    for (const m of ["initialize", "session/new", "session/prompt"]) {
+    for (const m of required.agent) {
       if (!this.agentResults.has(m)) throw new Error(`schema lacks a response definition for ${m}`);
     }
   }
