@@ -4,10 +4,8 @@
 //! it names (`echo`, `mcp`, `tour`); the script validates every frame the agent sends against
 //! the SDK's schema/v2/schema.json.
 //!
-//! The scenarios are ignored until the agent side of v2 lands (the examples answer v1 today):
-//! run them with `cargo test --test interop_v2 -- --ignored`. What runs by default: v1 still
-//! answered as v1 (`initialize_v1_still_v1`), and the proof of the drivers themselves: the
-//! validator self-test, the scenario list, and
+//! Beside the scenarios: v1 still answered as v1 (`initialize_v1_still_v1`), and the proof of
+//! the drivers themselves: the validator self-test, the scenario list, and
 //! `reference_agent_proves_the_drivers` (tests/interop/ts/v2/prove.mjs: every scenario passes
 //! on a v2 agent written on the SDK's own agent side, and fails on each of its defects).
 //!
@@ -33,13 +31,12 @@ const V2: support::InteropScript = support::InteropScript {
     target,
 };
 
-/// One ignored #[test] per scenario against the examples, and the check that the script's
+/// One #[test] per scenario against the examples, and the check that the script's
 /// `--list` names exactly these (plus the self-test).
 macro_rules! v2_scenarios {
     ($($name:ident),* $(,)?) => {
         $(
             #[test]
-            #[ignore = "agent side of protocol v2 not landed yet"]
             fn $name() {
                 V2.scenario(stringify!($name));
             }
@@ -78,8 +75,7 @@ fn schema_validator_self_test() {
     V2.scenario("schema_validator_self_test");
 }
 
-/// A v1 client still gets v1 from the examples (not ignored: it holds today and must keep
-/// holding when v2 lands).
+/// A v1 client still gets v1 from the same example binaries.
 #[test]
 fn initialize_v1_still_v1() {
     V2.scenario("initialize_v1_still_v1");

@@ -77,7 +77,11 @@ impl Two {
     #[acp::tool(kind = "edit", title = "Write {path}", permission)]
     async fn write(&self, cx: &Session, path: PathBuf, content: String) -> acp::Result<String> {
         let _ = cx;
-        Ok(format!("wrote {} bytes to {}", content.len(), path.display()))
+        Ok(format!(
+            "wrote {} bytes to {}",
+            content.len(),
+            path.display()
+        ))
     }
 }
 
@@ -237,12 +241,20 @@ async fn a_permission_request_reports_requires_action_while_it_waits() {
         .filter_map(update)
         .map(|u| kind(&u))
         .collect();
-    assert_eq!(before.last().map(String::as_str), Some("state_update:requires_action"), "{before:?}");
+    assert_eq!(
+        before.last().map(String::as_str),
+        Some("state_update:requires_action"),
+        "{before:?}"
+    );
     assert!(!before.iter().any(|k| k == "tool_call"), "{before:?}");
     let option = params["options"][0]["optionId"].clone();
     held.respond(json!({"outcome": {"outcome": "selected", "optionId": option}}));
     let (kinds, _) = until_idle(&client).await;
-    assert_eq!(kinds.first().map(String::as_str), Some("state_update:running"), "{kinds:?}");
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("state_update:running"),
+        "{kinds:?}"
+    );
     assert!(kinds.contains(&"tool_call_update".to_owned()), "{kinds:?}");
 }
 
@@ -262,9 +274,15 @@ async fn prompts_queue_in_order_and_a_cancel_refuses_the_queued_ones() {
     let third = prompt(&client, &session, "queued two");
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     // Queued: not answered while the first runs.
-    let early: Vec<Value> = client.take_unread().iter().filter_map(Frame::json).collect();
+    let early: Vec<Value> = client
+        .take_unread()
+        .iter()
+        .filter_map(Frame::json)
+        .collect();
     assert!(
-        !early.iter().any(|m| m.get("id") == Some(&second) || m.get("id") == Some(&third)),
+        !early
+            .iter()
+            .any(|m| m.get("id") == Some(&second) || m.get("id") == Some(&third)),
         "{early:?}"
     );
     let _ = first;
@@ -282,6 +300,7 @@ async fn prompts_queue_in_order_and_a_cancel_refuses_the_queued_ones() {
             .unwrap();
         assert_eq!(answer.json().unwrap()["error"]["code"], -32800);
     }
+    client.take_unread();
     // Queued without a cancel: run after, in order.
     let a = prompt(&client, &session, "stream 1");
     let b = prompt(&client, &session, "echo b");
@@ -323,13 +342,22 @@ async fn a_failed_turn_ends_idle_with_the_error_stop_reason_and_plans_are_plan_u
     let (kinds, frames) = until_idle(&client).await;
     assert!(kinds.contains(&"plan_update".to_owned()), "{kinds:?}");
     assert!(!kinds.contains(&"plan".to_owned()));
-    let plan = frames.iter().filter_map(update).find(|u| kind(u) == "plan_update").unwrap();
+    let plan = frames
+        .iter()
+        .filter_map(update)
+        .find(|u| kind(u) == "plan_update")
+        .unwrap();
     assert_eq!(plan["plan"]["type"], "items");
     prompt(&client, &session, "fail");
     let (_, frames) = until_idle(&client).await;
     let idle = update(frames.last().unwrap()).unwrap();
     assert_eq!(idle["stopReason"], "error", "{idle}");
-    assert!(idle["error"]["message"].as_str().unwrap().contains("it went wrong"));
+    assert!(
+        idle["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("it went wrong")
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -378,7 +406,12 @@ async fn resume_replays_from_the_start_or_not_at_all_and_reports_the_state() {
         .request("session/resume", json!({"sessionId": session, "cwd": "/w"}))
         .await
         .unwrap();
-    let kinds: Vec<String> = client.take_unread().iter().filter_map(update).map(|u| kind(&u)).collect();
+    let kinds: Vec<String> = client
+        .take_unread()
+        .iter()
+        .filter_map(update)
+        .map(|u| kind(&u))
+        .collect();
     assert_eq!(kinds, ["state_update:idle"]);
     let listed = client.request("session/list", json!({})).await.unwrap();
     let listed: v2::ListSessionsResponse = serde_json::from_value(listed).expect("v2 list");
@@ -398,9 +431,16 @@ async fn close_during_a_turn_ends_it_idle_cancelled_before_the_answer() {
         .unwrap();
     let close = client.send_request("session/close", json!({"sessionId": session}));
     let (_, frames) = until_idle(&client).await;
-    assert_eq!(update(frames.last().unwrap()).unwrap()["stopReason"], "cancelled");
+    assert_eq!(
+        update(frames.last().unwrap()).unwrap()["stopReason"],
+        "cancelled"
+    );
     let answer = client.next_frame().await.unwrap();
-    assert_eq!(answer.json().unwrap()["id"], close, "the close answer follows the idle");
+    assert_eq!(
+        answer.json().unwrap()["id"],
+        close,
+        "the close answer follows the idle"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -412,12 +452,20 @@ async fn a_repeated_idempotency_key_starts_no_second_turn() {
         "prompt": [{"type": "text", "text": "stream 1"}],
         "idempotencyKey": "key-1",
     });
-    let first = client.request("session/prompt", params.clone()).await.unwrap();
+    let first = client
+        .request("session/prompt", params.clone())
+        .await
+        .unwrap();
     until_idle(&client).await;
     let again = client.request("session/prompt", params).await.unwrap();
     assert_eq!(again["messageId"], first["messageId"]);
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    let kinds: Vec<String> = client.take_unread().iter().filter_map(update).map(|u| kind(&u)).collect();
+    let kinds: Vec<String> = client
+        .take_unread()
+        .iter()
+        .filter_map(update)
+        .map(|u| kind(&u))
+        .collect();
     assert!(kinds.is_empty(), "a second turn ran: {kinds:?}");
 }
 
@@ -427,7 +475,10 @@ async fn v1_methods_that_v2_removed_are_not_found_on_a_v2_connection() {
     let session = new_session(&client).await;
     for method in ["session/load", "session/set_mode", "authenticate"] {
         let err = client
-            .request(method, json!({"sessionId": session, "cwd": "/w", "modeId": "x"}))
+            .request(
+                method,
+                json!({"sessionId": session, "cwd": "/w", "modeId": "x"}),
+            )
             .await
             .expect_err(method);
         assert!(err.to_string().contains("-32601"), "{method}: {err}");

@@ -120,10 +120,12 @@ pub(super) fn initialize<A: Agent>(
     // A v2 client has no file system or terminals (`cx.fs()` / `cx.terminal()` do not ask it),
     // and shows boolean config options (v2's baseline).
     let mut client = schema::ClientCapabilities::new();
-    client.session = Some(schema::ClientSessionCapabilities::new().config_options(
-        schema::SessionConfigOptionsCapabilities::new()
-            .boolean(schema::BooleanConfigOptionCapabilities::new()),
-    ));
+    client.session = Some(
+        schema::ClientSessionCapabilities::new().config_options(
+            schema::SessionConfigOptionsCapabilities::new()
+                .boolean(schema::BooleanConfigOptionCapabilities::new()),
+        ),
+    );
     let _ = r.conn.client.set(client);
     let _ = r.conn.client_info.set(None);
     let v1 = r.agent.capabilities();
@@ -328,12 +330,14 @@ fn prompt<A: Agent>(
             let peer = state.conn.peer.clone();
             // FIFO behind the running turn; a cancel of the session drops waiting prompts.
             let slot = tokio::select! {
-                slot = state.queue.clone().lock_owned() => slot,
+                // A cancel that came first wins over the slot it freed.
+                biased;
                 () = waiting.cancelled() => {
                     let e = crate::Error::Cancelled.to_rpc();
                     let _ = peer.send(Frame::new(jsonrpc::encode_error(&id, &e), None)).await;
                     return;
                 }
+                slot = state.queue.clone().lock_owned() => slot,
             };
             let turn = Arc::new(Turn::new(&peer.closed));
             if state.is_closed() || !state.start_turn(&turn) {

@@ -72,6 +72,8 @@ pub(super) struct Wire {
     deadline: Mutex<Duration>,
     /// What the agent process wrote to stderr (empty in process).
     pub stderr: Arc<Mutex<String>>,
+    /// The agent answered `initialize` with protocol v2: its updates are checked as v2's.
+    v2: AtomicBool,
 }
 
 impl Wire {
@@ -101,6 +103,7 @@ impl Wire {
             cancel_on: Mutex::new(Vec::new()),
             deadline: Mutex::new(deadline),
             stderr,
+            v2: AtomicBool::new(false),
         });
         tokio::spawn(write_loop(rx, write, Arc::downgrade(&wire)));
         tokio::spawn(read_loop(read, wire.clone()));
@@ -454,7 +457,22 @@ async fn received(wire: &Arc<Wire>, line: &[u8]) {
         wire.problem(format!("{problem}: {message}"));
     }
     let method = message.get("method").and_then(Value::as_str);
+    if message["result"]["protocolVersion"] == 2 && message["result"].get("info").is_some() {
+        wire.v2.store(true, Ordering::Release);
+    }
     match (method, message.get("id")) {
+        #[cfg(feature = "v2")]
+        (Some("session/update"), None) if wire.v2.load(Ordering::Acquire) => {
+            let params = message.get("params").cloned().unwrap_or(Value::Null);
+            let update =
+                serde_json::from_value::<crate::schema::v2::UpdateSessionNotification>(params);
+            if let Err(e) = &update {
+                wire.problem(format!(
+                    "a v2 session/update that does not match the schema ({e}): {message}"
+                ));
+            }
+            wire.record(Direction::FromAgent, message, false);
+        }
         (Some("session/update"), None) => {
             let update = serde_json::from_value::<crate::schema::SessionNotification>(
                 message.get("params").cloned().unwrap_or(Value::Null),
