@@ -20,6 +20,8 @@ use acp_core::{Agent, Prompt, Result, Server, Session, Terminal, in_tool_call};
 /// - `watch LINE`: runs it, sends its first output line as a message, then waits for it;
 /// - `kill LINE` / `drop LINE`: runs it, sends its first output line, then kills it / drops
 ///   the handle;
+/// - `keep LINE`: runs it, keeps the handle in the session's state, sends its first output
+///   line, then waits for the turn to be cancelled;
 /// - `caps`: what `cx.fs()` and `cx.terminal()` say they can do.
 struct Local;
 
@@ -72,6 +74,14 @@ impl Agent for Local {
                 terminal.kill().await?;
                 finish(&terminal).await?
             }
+            "keep" => {
+                let terminal = start(cx, rest, None).await?;
+                let line = first_line(&terminal).await?;
+                *cx.state::<Kept>().0.lock().unwrap() = Some(terminal);
+                cx.message(line).await?;
+                cx.cancelled().await;
+                return Ok(StopReason::Cancelled);
+            }
             "drop" => {
                 let terminal = start(cx, rest, None).await?;
                 let line = first_line(&terminal).await?;
@@ -90,6 +100,10 @@ impl Agent for Local {
         Ok(StopReason::EndTurn)
     }
 }
+
+/// A terminal kept past its turn.
+#[derive(Default)]
+struct Kept(std::sync::Mutex<Option<Terminal>>);
 
 async fn start(cx: &Session, line: &str, limit: Option<u64>) -> Result<Terminal> {
     cx.terminal()
@@ -221,6 +235,14 @@ async fn a_local_command_gives_its_output_on_stdout_and_stderr_and_its_exit_code
         .unwrap();
     assert!(turn.text().starts_with("exit=Some(127)"), "{}", turn.text());
     assert!(client.requests_from_agent("terminal/create").is_empty());
+    // A cwd that does not exist is named.
+    let gone = connect(TestClient::builder(), true, &dir.path().join("gone")).await;
+    let refused = text(&gone, "run true").await;
+    assert!(
+        refused.starts_with("error: I/O error (NotFound): starting `true` in `")
+            && refused.ends_with("gone`: no such directory"),
+        "{refused}"
+    );
 }
 
 #[tokio::test]
@@ -422,6 +444,29 @@ async fn cancelling_the_turn_stops_a_running_local_command_and_its_group() {
     assert_eq!(group_of(leader), Some(leader));
     assert_eq!(group_of(pids[1]), Some(leader));
     assert_ne!(group_of(std::process::id()), Some(leader));
+    session.cancel();
+    let turn = session.finish(&id).await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::Cancelled));
+    assert!(all_gone(&pids).await, "still running: {pids:?}");
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn cancelling_the_turn_stops_a_local_command_even_if_its_handle_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect(TestClient::builder(), true, dir.path()).await;
+    let session = client.new_session().await.unwrap();
+    let id = session.start_prompt(&format!("keep {TREE}"));
+    let first = session
+        .wait_for_update("the pids", |u| {
+            serde_json::to_string(u)
+                .unwrap()
+                .contains("agent_message_chunk")
+        })
+        .await
+        .unwrap();
+    let line = serde_json::to_value(&first).unwrap()["content"]["text"].clone();
+    let pids = pids(line.as_str().unwrap());
     session.cancel();
     let turn = session.finish(&id).await.unwrap();
     assert_eq!(turn.stop_reason(), Some(StopReason::Cancelled));

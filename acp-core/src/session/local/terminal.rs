@@ -96,6 +96,11 @@ impl LocalTerminal {
             .kill_on_drop(true);
         #[cfg(unix)]
         command.process_group(0);
+        if !cwd.is_dir() {
+            let e = std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory");
+            let doing = format!("starting `{}` in `{}`", req.command, cwd.display());
+            return Err(Error::io(doing, e));
+        }
         let starting = |e| Error::io(format!("starting `{}`", req.command), e);
         let (child, readers) = spawn_captured(command).map_err(starting)?;
         let limit = req
