@@ -406,7 +406,7 @@ async fn kill_stops_the_local_commands_whole_process_group() {
     let client = connect(TestClient::builder(), true, dir.path()).await;
     let session = client.new_session().await.unwrap();
     let turn = session.prompt(&format!("kill {TREE}")).await.unwrap();
-    let [first, ended] = &turn.updates()[..] else {
+    let [first, ended] = turn.updates() else {
         panic!("{:?}", turn.updates())
     };
     let line = serde_json::to_value(first).unwrap()["content"]["text"].clone();
@@ -479,6 +479,13 @@ async fn dropping_a_local_terminal_stops_its_command_and_group() {
     let dir = tempfile::tempdir().unwrap();
     let client = connect(TestClient::builder(), true, dir.path()).await;
     let line = text(&client, &format!("drop {TREE}")).await;
+    let tree = pids(&line);
+    assert!(all_gone(&tree).await, "still running: {tree:?}");
+    // A command that exited at once, leaving a process in its group that no longer writes
+    // to the terminal: that one is stopped with the terminal too.
+    let line = text(&client, "drop sleep 60 >/dev/null 2>&1 & echo $$ $!").await;
     let pids = pids(&line);
+    assert!(all_gone(&pids[..1]).await, "the command did not exit");
+    assert!(group_of(pids[1]).is_some(), "the background process ended early");
     assert!(all_gone(&pids).await, "still running: {pids:?}");
 }

@@ -1,5 +1,5 @@
 //! The file system of a session (`cx.fs()`): the client's (`fs/read_text_file`,
-//! `fs/write_text_file`), or the agent's own machine's (see [`local`](super::local)).
+//! `fs/write_text_file`), or the agent's own machine's (see [`local`]).
 
 use std::path::{Path, PathBuf};
 

@@ -105,7 +105,7 @@ impl<'a> Terminals<'a> {
         };
         // Created inside a tool body: show its live output in that tool call, for good.
         self.cx
-            .embed_in_tool_call(Embed::Content(terminal.content()))
+            .embed_in_tool_call(Embed::Content(Box::new(terminal.content())))
             .await?;
         Ok(terminal)
     }

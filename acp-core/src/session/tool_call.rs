@@ -38,7 +38,7 @@ struct Current {
 #[derive(Debug, Clone)]
 pub(crate) enum Embed {
     /// Content shown as it is (a client's terminal).
-    Content(ToolCallContent),
+    Content(Box<ToolCallContent>),
     /// A terminal running on the agent's machine, which a v1 client cannot show (it does not
     /// know its id): shown as text, rendered anew each time the call's content is sent.
     Local(Arc<LocalTerminal>),
@@ -48,7 +48,7 @@ impl Embed {
     /// The content to send for it now.
     pub fn render(&self) -> ToolCallContent {
         match self {
-            Embed::Content(content) => content.clone(),
+            Embed::Content(content) => (**content).clone(),
             Embed::Local(terminal) => ContentBlock::from(terminal.as_text()).into(),
         }
     }

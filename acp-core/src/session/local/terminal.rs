@@ -55,6 +55,9 @@ pub(crate) struct LocalTerminal {
     /// Cancelled to kill the command and its group.
     kill: CancellationToken,
     released: AtomicBool,
+    /// Its supervisor is done: the command exited and its group was killed or closed the
+    /// output. Until then, dropping the terminal (a runtime shutting down) kills the group.
+    settled: AtomicBool,
     /// The process group (the child's pid), on Unix.
     group: Option<u32>,
     observer: Option<TerminalObserver>,
@@ -69,6 +72,15 @@ impl std::fmt::Debug for LocalTerminal {
             .field("cwd", &self.cwd)
             .field("group", &self.group)
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for LocalTerminal {
+    fn drop(&mut self) {
+        // Only when its supervisor was dropped unfinished (the runtime shut down).
+        if !self.settled.load(Ordering::Acquire) {
+            self.kill_group();
+        }
     }
 }
 
@@ -121,6 +133,7 @@ impl LocalTerminal {
             exit: watch::Sender::new(None),
             kill: CancellationToken::new(),
             released: AtomicBool::new(false),
+            settled: AtomicBool::new(false),
             group: child.id(),
             observer,
         });
@@ -306,7 +319,8 @@ async fn pump(mut reader: Reader, terminal: Arc<LocalTerminal>) {
 
 /// Waits for the command to exit (killing it and its group when asked to, or when `stop` is
 /// cancelled), reports its exit once the output it wrote before has been read, then reads
-/// what the rest of its group writes until the terminal is killed or released.
+/// what the rest of its group writes until the terminal is killed or released, and kills
+/// that rest.
 async fn supervise(
     terminal: Arc<LocalTerminal>,
     mut child: Child,
@@ -336,19 +350,27 @@ async fn supervise(
     // What the command wrote just before it exited is still in the pipe.
     let _ = tokio::time::timeout(DRAIN, &mut reading).await;
     terminal.exited(exit_status(status));
-    tokio::select! {
-        _ = &mut reading => return,
-        () = terminal.kill.cancelled() => {}
-        () = stop.cancelled() => {}
+    // What the command left running in its group lives on (and is read) until the terminal
+    // is killed, released or dropped, or `stop` is cancelled.
+    let mut read_all = false;
+    loop {
+        tokio::select! {
+            _ = &mut reading, if !read_all => read_all = true,
+            () = terminal.kill.cancelled() => break,
+            () = stop.cancelled() => break,
+        }
     }
     if !group_killed {
         terminal.kill_group();
     }
-    let _ = tokio::time::timeout(DRAIN, &mut reading).await;
+    if !read_all {
+        let _ = tokio::time::timeout(DRAIN, &mut reading).await;
+    }
     // A process that left the group (`setsid`) may keep the pipe open: stop reading it.
     for abort in aborts {
         abort.abort();
     }
+    terminal.settled.store(true, Ordering::Release);
 }
 
 /// The protocol's account of how a command ended.
