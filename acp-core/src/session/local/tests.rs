@@ -36,3 +36,37 @@ fn a_character_split_between_chunks_is_whole_once_both_arrive() {
     buffer.push(&euro[1..]);
     assert_eq!(buffer.text(), "€");
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_observer_sees_a_terminal_start_write_exit_and_be_released_in_order() {
+    use std::sync::{Arc, Mutex};
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::{LocalTerminal, TerminalEvent, TerminalObserver};
+    use crate::schema::CreateTerminalRequest;
+
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log = seen.clone();
+    let observer: TerminalObserver = Arc::new(move |terminal: &LocalTerminal, event| {
+        let entry = match event {
+            TerminalEvent::Started => format!("started {}", terminal.command_line()),
+            TerminalEvent::Output(bytes) => format!("output {}", String::from_utf8_lossy(bytes)),
+            TerminalEvent::Exited(status) => format!("exited {:?}", status.exit_code),
+            TerminalEvent::Released => "released".to_owned(),
+        };
+        log.lock().unwrap().push(entry);
+    });
+    let req = CreateTerminalRequest::new("s1", "printf").args(vec!["a b".into()]);
+    let cwd = std::env::temp_dir();
+    let terminal = LocalTerminal::spawn(&req, cwd, CancellationToken::new(), Some(observer));
+    let terminal = terminal.unwrap();
+    assert_eq!(terminal.wait().await.exit_code, Some(0));
+    terminal.release();
+    terminal.release();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["started printf 'a b'", "output a b", "exited Some(0)", "released"]
+    );
+}
