@@ -22,6 +22,8 @@ use acp_core::{Agent, Prompt, Result, Server, Session, Terminal, in_tool_call};
 ///   the handle;
 /// - `keep LINE`: runs it, keeps the handle in the session's state, sends its first output
 ///   line, then waits for the turn to be cancelled;
+/// - `hold LINE`: runs it, waits for it to exit, keeps the handle in the session's state and
+///   answers its first output line; `release` (a later turn) releases it;
 /// - `caps`: what `cx.fs()` and `cx.terminal()` say they can do.
 struct Local;
 
@@ -81,6 +83,18 @@ impl Agent for Local {
                 cx.message(line).await?;
                 cx.cancelled().await;
                 return Ok(StopReason::Cancelled);
+            }
+            "hold" => {
+                let terminal = start(cx, rest, None).await?;
+                terminal.wait_for_exit().await?;
+                let line = first_line(&terminal).await?;
+                *cx.state::<Kept>().0.lock().unwrap() = Some(terminal);
+                line
+            }
+            "release" => {
+                let kept = cx.state::<Kept>().0.lock().unwrap().take();
+                kept.unwrap().release().await?;
+                "released".to_owned()
             }
             "drop" => {
                 let terminal = start(cx, rest, None).await?;
@@ -481,11 +495,16 @@ async fn dropping_a_local_terminal_stops_its_command_and_group() {
     let line = text(&client, &format!("drop {TREE}")).await;
     let tree = pids(&line);
     assert!(all_gone(&tree).await, "still running: {tree:?}");
-    // A command that exited at once, leaving a process in its group that no longer writes
-    // to the terminal: that one is stopped with the terminal too.
-    let line = text(&client, "drop sleep 60 >/dev/null 2>&1 & echo $$ $!").await;
-    let pids = pids(&line);
+    // A command that exited, leaving a process in its group that no longer writes to the
+    // terminal: that one lives on until the terminal is released, then goes too.
+    let session = client.new_session().await.unwrap();
+    let held = session.prompt("hold sleep 60 >/dev/null 2>&1 & echo $$ $!");
+    let pids = pids(&held.await.unwrap().text());
     assert!(all_gone(&pids[..1]).await, "the command did not exit");
-    assert!(group_of(pids[1]).is_some(), "the background process ended early");
+    assert!(
+        group_of(pids[1]).is_some(),
+        "the background process ended early"
+    );
+    assert_eq!(session.prompt("release").await.unwrap().text(), "released");
     assert!(all_gone(&pids).await, "still running: {pids:?}");
 }

@@ -67,6 +67,11 @@ async fn the_observer_sees_a_terminal_start_write_exit_and_be_released_in_order(
     terminal.release();
     assert_eq!(
         *seen.lock().unwrap(),
-        ["started printf 'a b'", "output a b", "exited Some(0)", "released"]
+        [
+            "started printf 'a b'",
+            "output a b",
+            "exited Some(0)",
+            "released"
+        ]
     );
 }
