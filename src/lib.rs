@@ -295,7 +295,7 @@ pub use acp_macros::agent;
 /// | `permission` (or `permission = bool`) | ask the user before running | no |
 /// | `check = Self::may_run` | a method of the impl, `fn may_run(&self, cx: &Session) -> acp::Result<()>` (or `async fn`), run before the permission request: an `Err` refuses the call (shown failed with the error's message, the user is not asked, the body does not run, the call returns the error) | none |
 /// | `name = "…"` | the tool's name for calls by name (1–64 of `A-Za-z0-9_-`, unique) | the method's name |
-/// | `requires(terminal, fs, fs_read, fs_write)` | client capabilities the tool cannot run without: with a client lacking one, the tool is left out of [`Session::tools`] and a call fails with [`Error::Unsupported`] before anything is sent | none |
+/// | `requires(terminal, fs, fs_read, fs_write)` | client capabilities the tool cannot run without: with a client lacking one (and no [`Server::local_fallback`] doing it locally), the tool is left out of [`Session::tools`] and a call fails with [`Error::Unsupported`] before anything is sent | none |
 ///
 /// # The method
 ///

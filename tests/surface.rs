@@ -485,6 +485,27 @@ async fn tools_that_need_a_capability_the_client_lacks_are_hidden_and_fail_befor
     assert_eq!(turn.tool_calls().len(), 1);
 }
 
+#[tokio::test]
+async fn with_the_local_fallback_tools_that_need_what_the_client_lacks_are_offered_and_run_locally()
+{
+    let server = acp::Server::new(Surface::default()).local_fallback(true);
+    let client = TestClient::builder()
+        .cwd(std::env::temp_dir())
+        .serve(server)
+        .await
+        .unwrap();
+    client
+        .request("authenticate", json!({"methodId": "key"}))
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    assert_eq!(session.prompt("tools").await.unwrap().text(), "run,read");
+    let turn = session.prompt("run echo ran locally").await.unwrap();
+    assert_eq!(turn.text(), "ran locally\n");
+    assert_eq!(turn.tool_calls().len(), 1);
+    assert!(client.terminals_created().is_empty());
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_tool_that_returns_a_value_keeps_the_terminal_it_embedded_and_shows_the_value_after_it() {
     let stub = TerminalStub::new()

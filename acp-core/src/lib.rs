@@ -25,7 +25,7 @@
 //! | `store` | recorded sessions: the [`store::SessionStore`] trait, in memory and SQLite |
 //! | `peer` | the output queue and writer task (which journals records before writing), the reader loop and its admissions, requests to the client |
 //! | `turn` | one prompt turn: cancellation, grace, the end-of-turn sweep and answer |
-//! | `session` | [`Session`], fs, terminals, tool-call guards, per-session state, the registry |
+//! | `session` | [`Session`], fs, terminals (the client's, or local: `session/local`), tool-call guards, per-session state, the registry |
 //! | `tools` | tool definitions and output, the tool-call lifecycle, calls by name, schemas |
 //! | `mcp` | the client's MCP servers: connected per session, their tools in the session's table, stopped with it |
 //! | `agent` | the [`Agent`] trait, [`Prompt`], [`SessionSetup`] |

@@ -81,6 +81,7 @@ pub struct Server<A> {
     store: Store,
     mcp_timeout: Duration,
     mcp_permission: McpPermission,
+    local_fallback: bool,
 }
 
 /// Where a server records its sessions.
@@ -99,6 +100,7 @@ impl<A> std::fmt::Debug for Server<A> {
             .field("recorded", &!matches!(self.store, Store::None))
             .field("mcp_timeout", &self.mcp_timeout)
             .field("mcp_permission", &self.mcp_permission)
+            .field("local_fallback", &self.local_fallback)
             .finish_non_exhaustive()
     }
 }
@@ -113,7 +115,41 @@ impl<A: Agent> Server<A> {
             store: Store::Default,
             mcp_timeout: mcp::DEFAULT_TIMEOUT,
             mcp_permission: McpPermission::default(),
+            local_fallback: false,
         }
+    }
+
+    /// Lets [`Session::fs`](crate::Session::fs) and [`Session::terminal`](crate::Session::terminal)
+    /// act on the agent's own machine when the client does not offer them (default `false`:
+    /// they fail with [`Error::Unsupported`], sending nothing).
+    ///
+    /// Decided per connection when the client initializes it, for each of reading files,
+    /// writing files and terminals on its own: what the client advertised
+    /// (`fs.readTextFile`, `fs.writeTextFile`, `terminal`) still goes through the client,
+    /// exactly as without this option; what it did not is done locally. Files are read and
+    /// written on disk within the session's directories (the same boundary, the same
+    /// [`Error::OutsideRoots`]); commands run as child processes of the agent in the
+    /// session's cwd, stopped with their whole process group on `kill`, `release`, drop and
+    /// cancel. Tools that `requires(..)` a capability the client lacks are then offered
+    /// and run. The client cannot show a terminal it did not create: a local terminal
+    /// embedded in a tool call is shown as text. See [`Fs`](crate::session::Fs) and
+    /// [`Terminals`](crate::Terminals) for the details.
+    ///
+    /// Turn it on for an agent that needs files and commands whatever the editor offers,
+    /// and that runs on the machine the user's files are on: the commands run with the
+    /// agent's own permissions, so ask the user first (`#[acp::tool(permission)]`).
+    ///
+    /// ```no_run
+    /// # async fn demo(agent: impl acp_core::Agent) -> acp_core::Result<()> {
+    /// acp_core::Server::new(agent)
+    ///     .local_fallback(true)
+    ///     .serve_stdio()
+    ///     .await
+    /// # }
+    /// ```
+    pub fn local_fallback(mut self, enabled: bool) -> Self {
+        self.local_fallback = enabled;
+        self
     }
 
     /// How long each of the client's MCP servers may take to start, complete the MCP
@@ -209,6 +245,7 @@ impl<A: Agent> Server<A> {
             store,
             mcp_timeout,
             mcp_permission,
+            local_fallback,
         } = self;
         static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
         let span = debug_span!("acp", conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed));
@@ -221,7 +258,9 @@ impl<A: Agent> Server<A> {
             .check()
             .map_err(|e| Error::msg(format!("the agent's settings are invalid: {e}")))?;
         let (peer, queue) = Peer::new(writer, max_in_flight, Journal::new(store));
-        let conn = Arc::new(Connection::new(peer.clone()));
+        let mut conn = Connection::new(peer.clone());
+        conn.local_fallback = local_fallback;
+        let conn = Arc::new(conn);
         let agent = Arc::new(agent);
         conn.extensions.insert(settings.clone());
         conn.extensions.insert(McpConfig {

@@ -12,6 +12,8 @@
 //! - `flood N`: sends N message chunks as fast as it can;
 //! - `read PATH` / `read-anywhere PATH`: reads PATH through the client's file system (bounded
 //!   by the session's directories / unrestricted) and answers with the text or the error;
+//! - `run LINE`: runs the command line in a terminal (a local one when the client has none:
+//!   the agent is served with `local_fallback`) and answers with its output;
 //! - anything else: echoed back.
 
 use acp::{Prompt, Session, StopReason};
@@ -66,6 +68,13 @@ impl Faulty {
                     Err(e) => format!("error: {e}"),
                 };
                 cx.message(answer).await?;
+            }
+            "run" => {
+                let terminal = cx.terminal().create(rest, Vec::<String>::new()).await?;
+                let status = terminal.wait_for_exit().await?;
+                let output = terminal.output().await?.output;
+                cx.message(format!("ran ({:?}): {output}", status.exit_code))
+                    .await?;
             }
             _ => cx.message(text.clone()).await?,
         }
@@ -127,5 +136,8 @@ fn fd_report() -> String {
 #[tokio::main]
 async fn main() -> acp::Result<()> {
     acp::init_logging();
-    acp::serve_stdio(Faulty).await
+    acp::Server::new(Faulty)
+        .local_fallback(true)
+        .serve_stdio()
+        .await
 }

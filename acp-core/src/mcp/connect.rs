@@ -16,6 +16,7 @@ use tokio::process::{Child, Command};
 use tracing::{debug, warn};
 
 use crate::schema::McpServer;
+use crate::session::local::kill_group;
 
 /// How long a stdio server gets to exit on its own once its stdin is closed, before it is
 /// killed.
@@ -219,18 +220,3 @@ impl Drop for ChildGuard {
         }
     }
 }
-
-/// Kills the process group `pid` leads (stdio servers are started as group leaders).
-#[cfg(unix)]
-fn kill_group(pid: Option<u32>) {
-    use rustix::process::{Pid, Signal, kill_process_group};
-    if let Some(pid) = pid
-        .and_then(|p| i32::try_from(p).ok())
-        .and_then(Pid::from_raw)
-    {
-        let _ = kill_process_group(pid, Signal::KILL);
-    }
-}
-
-#[cfg(not(unix))]
-fn kill_group(_pid: Option<u32>) {}

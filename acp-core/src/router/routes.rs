@@ -165,6 +165,8 @@ fn initialize<A: Agent>(
         debug!("`initialize` sent twice; keeping the first client capabilities");
     }
     let _ = r.conn.client_info.set(req.client_info);
+    // Where `cx.fs()` and `cx.terminal()` act, from what the client advertised.
+    r.conn.choose_v1_backends();
     // What the runtime answers for every agent, beside what the agent advertises.
     let mut capabilities = r.agent.capabilities();
     capabilities.session_capabilities.close = Some(schema::SessionCloseCapabilities::new());

@@ -1,15 +1,18 @@
-//! The client's file system (`fs/read_text_file`, `fs/write_text_file`), as a session sees it.
+//! The file system of a session (`cx.fs()`): the client's (`fs/read_text_file`,
+//! `fs/write_text_file`), or the agent's own machine's (see [`local`]).
 
 use std::path::{Path, PathBuf};
 
 use super::Session;
+use super::local::{self, Backend};
 use crate::protocol::methods;
 use crate::schema;
 use crate::{Error, Result};
 
 impl Session {
     /// The client's file system (`fs/read_text_file`, `fs/write_text_file`), bounded by the
-    /// session's directories.
+    /// session's directories; the agent's own, where the client lacks it and the server
+    /// opted in with [`Server::local_fallback`](crate::Server::local_fallback).
     pub fn fs(&self) -> Fs<'_> {
         Fs {
             cx: self,
@@ -30,6 +33,15 @@ impl Session {
 /// Each method fails with [`Error::Unsupported`], without sending anything, when the client
 /// did not advertise the matching `fs` capability, and with [`Error::Refused`] when the
 /// client answers with an error (a missing file: [`Error::is_not_found`]).
+///
+/// **Locally.** With [`Server::local_fallback`](crate::Server::local_fallback), what the client
+/// does not offer (reading, writing: each on its own) is done on the agent's machine instead,
+/// within the same boundary, checked the same way (lexically: a symlink inside the roots is
+/// followed). `line` and `limit` select lines as the client does, keeping their line endings;
+/// a write replaces the file or creates it, and the directories it would be in, as an editor
+/// saving a new buffer does. Errors are then [`Error::Io`] (a missing file: `NotFound`, which
+/// [`Error::is_not_found`] tells apart too). Files are read from disk: unsaved editor buffers
+/// are not seen.
 ///
 /// ```no_run
 /// # async fn demo(cx: &acp_core::Session) -> acp_core::Result<()> {
@@ -56,14 +68,22 @@ impl Fs<'_> {
         }
     }
 
-    /// Whether the client can read files (`fs.readTextFile`).
+    /// Whether files can be read: the client advertised `fs.readTextFile`, or they are read
+    /// locally ([`Server::local_fallback`](crate::Server::local_fallback)).
     pub fn can_read(&self) -> bool {
-        self.cx.client_capabilities().fs.read_text_file
+        self.backend(|b| b.read) == Backend::Local
+            || self.cx.client_capabilities().fs.read_text_file
     }
 
-    /// Whether the client can write files (`fs.writeTextFile`).
+    /// Whether files can be written: the client advertised `fs.writeTextFile`, or they are
+    /// written locally ([`Server::local_fallback`](crate::Server::local_fallback)).
     pub fn can_write(&self) -> bool {
-        self.cx.client_capabilities().fs.write_text_file
+        self.backend(|b| b.write) == Backend::Local
+            || self.cx.client_capabilities().fs.write_text_file
+    }
+
+    fn backend(&self, of: impl FnOnce(local::Backends) -> Backend) -> Backend {
+        of(self.cx.connection().backends())
     }
 
     /// Reads a whole text file.
@@ -81,6 +101,11 @@ impl Fs<'_> {
         if !self.can_read() {
             return Err(Error::Unsupported("fs.readTextFile"));
         }
+        if self.backend(|b| b.read) == Backend::Local {
+            let path = self.path(path)?;
+            self.cx.check_usable()?;
+            return local::fs::read(&path, line, limit).await;
+        }
         let params = schema::ReadTextFileRequest::new(self.cx.id().clone(), self.path(path)?)
             .line(line)
             .limit(limit);
@@ -97,6 +122,11 @@ impl Fs<'_> {
     ) -> Result<()> {
         if !self.can_write() {
             return Err(Error::Unsupported("fs.writeTextFile"));
+        }
+        if self.backend(|b| b.write) == Backend::Local {
+            let path = self.path(path)?;
+            self.cx.check_usable()?;
+            return local::fs::write(&path, &content.into()).await;
         }
         let params = schema::WriteTextFileRequest::new(
             self.cx.id().clone(),

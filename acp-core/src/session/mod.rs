@@ -7,6 +7,7 @@ mod client;
 pub(crate) mod config;
 mod elicit;
 mod fs;
+pub(crate) mod local;
 mod messages;
 mod persist;
 pub(crate) mod registry;
@@ -331,6 +332,17 @@ impl Session {
         self.state.conn.peer.send(frame).await
     }
 
+    /// What a request to the client checks first, for work done locally instead: fails with
+    /// [`Error::Cancelled`] once the turn is cancelled, and with [`Error::SessionClosed`]
+    /// through a handle outside any turn once the session is closed.
+    pub(crate) fn check_usable(&self) -> Result<()> {
+        self.check_cancelled()?;
+        if self.turn.is_none() && self.state.is_closed() {
+            return Err(Error::SessionClosed);
+        }
+        Ok(())
+    }
+
     /// Sends a request to the client in this session's context; fails with
     /// [`Error::Cancelled`] as soon as the turn is cancelled.
     pub(crate) async fn request<P: Serialize, T: serde::de::DeserializeOwned>(
@@ -338,10 +350,7 @@ impl Session {
         method: &str,
         params: &P,
     ) -> Result<T> {
-        self.check_cancelled()?;
-        if self.turn.is_none() && self.state.is_closed() {
-            return Err(Error::SessionClosed);
-        }
+        self.check_usable()?;
         let cancel = self.turn.as_ref().map(|t| &t.cancel);
         self.state.conn.peer.request(method, params, cancel).await
     }
@@ -394,7 +403,8 @@ impl Session {
         }
     }
 
-    /// The client's terminals (`terminal/*`).
+    /// The client's terminals (`terminal/*`); local processes, where the client lacks them
+    /// and the server opted in with [`Server::local_fallback`](crate::Server::local_fallback).
     pub fn terminal(&self) -> Terminals<'_> {
         Terminals::new(self)
     }

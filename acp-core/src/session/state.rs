@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio_util::sync::CancellationToken;
 
 use super::config;
+use super::local::{Backends, ObserverSlot, TerminalObserver};
 use super::messages::Messages;
 use super::persist::PersistedValues;
 use super::registry::Registry;
@@ -78,6 +79,13 @@ pub(crate) struct Connection {
     pub sessions: Registry,
     /// Values layers above this one attach to the connection (e.g. the agent's tools).
     pub extensions: TypeMap,
+    /// [`Server::local_fallback`](crate::Server::local_fallback): in v1, `cx.fs()` /
+    /// `cx.terminal()` act locally where the client lacks the capability.
+    pub local_fallback: bool,
+    /// Where `cx.fs()` / `cx.terminal()` act, chosen when the connection is initialized.
+    backends: OnceLock<Backends>,
+    /// Watches every local terminal of the connection (see [`TerminalObserver`]).
+    terminal_observer: ObserverSlot,
 }
 
 impl Connection {
@@ -89,7 +97,48 @@ impl Connection {
             authenticated: AtomicBool::new(false),
             sessions: Registry::default(),
             extensions: TypeMap::default(),
+            local_fallback: false,
+            backends: OnceLock::new(),
+            terminal_observer: ObserverSlot::default(),
         }
+    }
+
+    /// Chooses where `cx.fs()` / `cx.terminal()` act for a protocol v1 client, from the
+    /// capabilities it advertised in `initialize` (see [`Backends::v1`]). A choice made
+    /// before stays (a second `initialize`, or [`use_local_backend`](Self::use_local_backend)).
+    pub fn choose_v1_backends(&self) {
+        let _ = self.backends.set(Backends::v1(
+            self.client_capabilities(),
+            self.local_fallback,
+        ));
+    }
+
+    /// Makes `cx.fs()` and `cx.terminal()` act on the agent's machine for every session of
+    /// this connection, whatever the client advertised: for a protocol version whose clients
+    /// have no `fs/*` or `terminal/*` methods (v2). Call it when the connection is initialized,
+    /// before any session exists; the first choice made stays.
+    #[allow(dead_code)] // For the v2 connection.
+    pub fn use_local_backend(&self) {
+        let _ = self.backends.set(Backends::local());
+    }
+
+    /// Where `cx.fs()` / `cx.terminal()` act (the client's methods until the connection is
+    /// initialized).
+    pub fn backends(&self) -> Backends {
+        self.backends.get().copied().unwrap_or_default()
+    }
+
+    /// Calls `observer` with everything that happens to this connection's local terminals
+    /// from now on (the first observer set stays): the hook a v2 encoder turns into
+    /// `terminal_update` / `terminal_output_chunk`.
+    #[allow(dead_code)] // For the v2 encoder.
+    pub fn observe_local_terminals(&self, observer: TerminalObserver) {
+        self.terminal_observer.set(observer);
+    }
+
+    /// The observer of local terminals, if one was set.
+    pub fn terminal_observer(&self) -> Option<TerminalObserver> {
+        self.terminal_observer.get()
     }
 
     /// The client's capabilities (none before `initialize`).

@@ -1,6 +1,11 @@
-//! The client's terminals: run a command in the editor and embed its output in a tool call.
+//! Terminals (`cx.terminal()`): run a command in the editor (the client's `terminal/*`), or on
+//! the agent's machine (see [`local`](super::local)), and embed its output in a tool call.
+
+use std::sync::Arc;
 
 use super::Session;
+use super::local::{Backend, LocalTerminal};
+use super::tool_call::Embed;
 use crate::protocol::methods;
 use crate::schema::{self, TerminalExitStatus, TerminalId, ToolCallContent};
 use crate::{Error, Result};
@@ -16,6 +21,21 @@ use crate::{Error, Result};
 /// did not advertise the `terminal` capability, and with [`Error::Refused`] when it did but
 /// answers with an error (editors refuse terminals they advertised: match it to tell the user
 /// instead of failing the turn).
+///
+/// **Locally.** With [`Server::local_fallback`](crate::Server::local_fallback) and a client
+/// without the `terminal` capability, the command runs on the agent's machine instead: a
+/// child process in a process group of its own (Unix), in the session's cwd unless the
+/// request sets one, with stdin `/dev/null`. A command given without arguments is a command
+/// line, run with `sh -c` (`cmd /C` on Windows), as editors run it; with arguments, the
+/// program is run directly. Its stdout and stderr are captured together (never reaching the
+/// agent's own stdout or stderr) and kept as the client keeps them: the last
+/// `outputByteLimit` bytes (1 MiB when unset), cut at a character boundary, `truncated` set.
+/// `kill` (which waits until the command is gone), `release`, dropping the handle and the
+/// cancel of the turn it was created in kill the command's whole process group, whatever it
+/// started in the background included. The client cannot show a terminal it did not create:
+/// embedded in a tool call, a local terminal is shown as text (its command line and output
+/// in a code block), brought up to date each time the tool call is updated, and when it
+/// completes or fails.
 ///
 /// ```no_run
 /// # async fn demo(cx: &acp_core::Session) -> acp_core::Result<()> {
@@ -36,9 +56,14 @@ impl<'a> Terminals<'a> {
         Terminals { cx }
     }
 
-    /// Whether the client advertised the `terminal` capability.
+    /// Whether commands can be run: the client advertised the `terminal` capability, or they
+    /// run locally ([`Server::local_fallback`](crate::Server::local_fallback)).
     pub fn is_supported(&self) -> bool {
-        self.cx.client_capabilities().terminal
+        self.is_local() || self.cx.client_capabilities().terminal
+    }
+
+    fn is_local(&self) -> bool {
+        self.cx.connection().backends().terminal == Backend::Local
     }
 
     /// Starts `command` with `args` in the session's cwd (`terminal/create`).
@@ -65,6 +90,9 @@ impl<'a> Terminals<'a> {
         }
         let req = schema::CreateTerminalRequest::new(self.cx.id().clone(), command)
             .cwd(self.cx.cwd().to_path_buf());
+        if self.is_local() {
+            return self.create_local(configure(req)).await;
+        }
         let answer: schema::CreateTerminalResponse = self
             .cx
             .request(methods::TERMINAL_CREATE, &configure(req))
@@ -73,19 +101,50 @@ impl<'a> Terminals<'a> {
             cx: self.cx.clone(),
             id: answer.terminal_id,
             released: false,
+            local: None,
         };
         // Created inside a tool body: show its live output in that tool call, for good.
-        self.cx.embed_in_tool_call(terminal.content()).await?;
+        self.cx
+            .embed_in_tool_call(Embed::Content(Box::new(terminal.content())))
+            .await?;
+        Ok(terminal)
+    }
+
+    /// Starts the command of `req` on the agent's machine.
+    async fn create_local(&self, req: schema::CreateTerminalRequest) -> Result<Terminal> {
+        self.cx.check_usable()?;
+        let roots = &self.cx.state.roots;
+        let cwd = req
+            .cwd
+            .as_deref()
+            .map_or_else(|| roots.cwd.clone(), |cwd| roots.absolute(cwd));
+        // Stopped with the turn it was created in; outside a turn, with the connection.
+        let stop = match &self.cx.turn {
+            Some(turn) => turn.cancel.clone(),
+            None => self.cx.state.conn.peer.closed.clone(),
+        };
+        let observer = self.cx.state.conn.terminal_observer();
+        let local = LocalTerminal::spawn(&req, cwd, stop, observer)?;
+        let terminal = Terminal {
+            cx: self.cx.clone(),
+            id: local.id.clone(),
+            released: false,
+            local: Some(local.clone()),
+        };
+        self.cx.embed_in_tool_call(Embed::Local(local)).await?;
         Ok(terminal)
     }
 }
 
-/// A command running in the client's terminal. Released (which also kills it) on drop.
+/// A command running in the client's terminal (or locally, see [`Terminals`]). Released
+/// (which also kills it) on drop.
 #[derive(Debug)]
 pub struct Terminal {
     cx: Session,
     id: TerminalId,
     released: bool,
+    /// The command, when it runs on the agent's machine.
+    local: Option<Arc<LocalTerminal>>,
 }
 
 impl Terminal {
@@ -94,13 +153,21 @@ impl Terminal {
         &self.id
     }
 
-    /// Tool-call content that embeds this terminal's live output in the client.
+    /// Tool-call content that embeds this terminal's live output in the client; for a local
+    /// terminal, which the client cannot show, its command line and output so far as text.
     pub fn content(&self) -> ToolCallContent {
-        ToolCallContent::Terminal(schema::Terminal::new(self.id.clone()))
+        match &self.local {
+            Some(local) => Embed::Local(local.clone()).render(),
+            None => ToolCallContent::Terminal(schema::Terminal::new(self.id.clone())),
+        }
     }
 
     /// The output so far, and the exit status if the command has exited.
     pub async fn output(&self) -> Result<schema::TerminalOutputResponse> {
+        if let Some(local) = &self.local {
+            self.cx.check_usable()?;
+            return Ok(local.output());
+        }
         let req = schema::TerminalOutputRequest::new(self.cx.id().clone(), self.id.clone());
         self.cx.request(methods::TERMINAL_OUTPUT, &req).await
     }
@@ -108,6 +175,13 @@ impl Terminal {
     /// Waits for the command to exit. Fails with [`Error::Cancelled`] if the turn is
     /// cancelled first (the command keeps running until killed or released).
     pub async fn wait_for_exit(&self) -> Result<TerminalExitStatus> {
+        if let Some(local) = &self.local {
+            self.cx.check_usable()?;
+            return tokio::select! {
+                status = local.wait() => Ok(status),
+                () = self.cx.cancelled() => Err(Error::Cancelled),
+            };
+        }
         let req = schema::WaitForTerminalExitRequest::new(self.cx.id().clone(), self.id.clone());
         let answer: schema::WaitForTerminalExitResponse = self
             .cx
@@ -116,8 +190,14 @@ impl Terminal {
         Ok(answer.exit_status)
     }
 
-    /// Kills the command; the terminal stays valid for `output` until released.
+    /// Kills the command; the terminal stays valid for `output` until released. (A local
+    /// command is gone, with its process group, when this returns.)
     pub async fn kill(&self) -> Result<()> {
+        if let Some(local) = &self.local {
+            local.kill();
+            local.wait().await;
+            return Ok(());
+        }
         let req = schema::KillTerminalRequest::new(self.cx.id().clone(), self.id.clone());
         self.even_if_cancelled(methods::TERMINAL_KILL, &req).await
     }
@@ -125,6 +205,10 @@ impl Terminal {
     /// Kills the command if it still runs and frees the terminal in the client.
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
+        if let Some(local) = &self.local {
+            local.release();
+            return Ok(());
+        }
         let req = schema::ReleaseTerminalRequest::new(self.cx.id().clone(), self.id.clone());
         self.even_if_cancelled(methods::TERMINAL_RELEASE, &req)
             .await
@@ -141,6 +225,10 @@ impl Terminal {
 impl Drop for Terminal {
     fn drop(&mut self) {
         if self.released {
+            return;
+        }
+        if let Some(local) = &self.local {
+            local.release();
             return;
         }
         let Ok(handle) = tokio::runtime::Handle::try_current() else {

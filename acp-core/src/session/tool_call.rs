@@ -12,12 +12,13 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use super::Session;
+use super::local::LocalTerminal;
 use crate::Result;
 use crate::peer::Frame;
 use crate::protocol::account;
 use crate::schema::{
-    self, PermissionOption, PermissionOptionId, SessionUpdate, ToolCallContent, ToolCallId,
-    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    self, ContentBlock, PermissionOption, PermissionOptionId, SessionUpdate, ToolCallContent,
+    ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 
 tokio::task_local! {
@@ -33,39 +34,99 @@ struct Current {
     embedded: Embedded,
 }
 
-/// The content embedded in a tool call while it runs (terminals), shown before any content
-/// the call is given later. Shared by the call's guard and its body.
+/// Something embedded in a tool call while it runs.
+#[derive(Debug, Clone)]
+pub(crate) enum Embed {
+    /// Content shown as it is (a client's terminal).
+    Content(Box<ToolCallContent>),
+    /// A terminal running on the agent's machine, which a v1 client cannot show (it does not
+    /// know its id): shown as text, rendered anew each time the call's content is sent.
+    Local(Arc<LocalTerminal>),
+}
+
+impl Embed {
+    /// The content to send for it now.
+    pub fn render(&self) -> ToolCallContent {
+        match self {
+            Embed::Content(content) => (**content).clone(),
+            Embed::Local(terminal) => ContentBlock::from(terminal.as_text()).into(),
+        }
+    }
+
+    fn is(&self, other: &Embed) -> bool {
+        match (self, other) {
+            (Embed::Content(a), Embed::Content(b)) => a == b,
+            (Embed::Local(a), Embed::Local(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+/// What a tool call shows: the content embedded in it while it runs (terminals), in front of
+/// the content it was last given. Shared by the call's guard and its body.
 #[derive(Debug, Clone, Default)]
-struct Embedded(Arc<Mutex<Vec<ToolCallContent>>>);
+struct Embedded(Arc<Mutex<Shown>>);
+
+#[derive(Debug, Default)]
+struct Shown {
+    embedded: Vec<Embed>,
+    /// The content the call was last given (by its start, an update, its end).
+    given: Vec<ToolCallContent>,
+}
 
 impl Embedded {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ToolCallContent>> {
+    /// Starting with the content the call was announced with.
+    fn new(given: &[ToolCallContent]) -> Self {
+        let shown = Shown {
+            embedded: Vec::new(),
+            given: given.to_vec(),
+        };
+        Embedded(Arc::new(Mutex::new(shown)))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shown> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Adds `content` (once); returns everything embedded so far.
-    fn add(&self, content: ToolCallContent) -> Vec<ToolCallContent> {
-        let mut embedded = self.lock();
-        if !embedded.contains(&content) {
-            embedded.push(content);
+    /// Adds `embed` (once); returns the call's whole content now.
+    fn add(&self, embed: Embed) -> Vec<ToolCallContent> {
+        let mut shown = self.lock();
+        if !shown.embedded.iter().any(|e| e.is(&embed)) {
+            shown.embedded.push(embed);
         }
-        embedded.clone()
+        shown.content()
     }
 
     /// `fields` with the embedded content in front of the content they set, if they set
     /// any (what the call shows already is left out of theirs, so it is not shown twice).
+    /// With a local terminal embedded, the call's whole content is sent with every update,
+    /// so the terminal's text is brought up to date.
     fn keep(&self, mut fields: ToolCallUpdateFields) -> ToolCallUpdateFields {
-        if let Some(given) = fields.content.take() {
-            let mut content = self.lock().clone();
-            let embedded = content.len();
-            for item in given {
-                if !content[..embedded].contains(&item) {
-                    content.push(item);
-                }
+        let mut shown = self.lock();
+        let local = shown.embedded.iter().any(|e| matches!(e, Embed::Local(_)));
+        match fields.content.take() {
+            Some(given) => {
+                shown.given = given;
+                fields.content = Some(shown.content());
             }
-            fields.content = Some(content);
+            None if local => fields.content = Some(shown.content()),
+            None => {}
         }
         fields
+    }
+}
+
+impl Shown {
+    /// The embedded content, then the given content that is not already shown.
+    fn content(&self) -> Vec<ToolCallContent> {
+        let mut content: Vec<ToolCallContent> = self.embedded.iter().map(Embed::render).collect();
+        let embedded = content.len();
+        for item in &self.given {
+            if !content[..embedded].contains(item) {
+                content.push(item.clone());
+            }
+        }
+        content
     }
 }
 
@@ -111,13 +172,13 @@ impl Session {
         }
     }
 
-    /// Embeds `content` in the running tool call for the rest of its life: shown now, and
+    /// Embeds `embed` in the running tool call for the rest of its life: shown now, and
     /// in front of whatever content the call is given later (its output or its error
     /// included). Does nothing outside a tool body.
-    pub(crate) async fn embed_in_tool_call(&self, content: ToolCallContent) -> Result<()> {
+    pub(crate) async fn embed_in_tool_call(&self, embed: Embed) -> Result<()> {
         match self.current() {
             Some(current) => {
-                let content = current.embedded.add(content);
+                let content = current.embedded.add(embed);
                 let fields = ToolCallUpdateFields::new().content(content);
                 self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                     current.id, fields,
@@ -187,6 +248,7 @@ impl ToolCallBuilder<'_> {
     /// Sends the `tool_call` update (status `pending`) and returns the guard that finishes it.
     pub async fn start(self) -> Result<ToolCallGuard> {
         let id = self.call.tool_call_id.clone();
+        let embedded = Embedded::new(&self.call.content);
         let call = self.call.status(ToolCallStatus::Pending);
         self.cx.update(SessionUpdate::ToolCall(call)).await?;
         if let Some(turn) = &self.cx.turn {
@@ -196,7 +258,7 @@ impl ToolCallBuilder<'_> {
             cx: self.cx.clone(),
             id,
             finished: false,
-            embedded: Embedded::default(),
+            embedded,
         })
     }
 }

@@ -80,7 +80,7 @@ impl Args {
     /// same message (meant for a model to read and retry).
     pub async fn finish(mut self, cx: &Session) -> Result<()> {
         // A tool the client cannot run fails before anything is shown.
-        super::spec::check_requirements(self.spec.requires, cx.client_capabilities())?;
+        super::spec::check_requirements(self.spec.requires, cx)?;
         for unknown in self.map.keys() {
             self.problems.push(format!("unknown argument `{unknown}`"));
         }

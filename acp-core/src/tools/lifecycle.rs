@@ -58,7 +58,7 @@ where
     F: Future<Output = R>,
 {
     cx.check_cancelled()?;
-    check_requirements(spec.requires, cx.client_capabilities())?;
+    check_requirements(spec.requires, cx)?;
     let raw = serde_json::Value::Object(input.raw);
     let call = start(cx, spec, raw.clone(), &input.locations).await?;
     let call = checked(cx, spec, call, check).await?;

@@ -153,10 +153,10 @@ impl Session {
     /// by [`Server::mcp_timeout`](crate::Server::mcp_timeout)); servers that failed are left
     /// out (see [`Session::mcp_status`]).
     pub async fn tools(&self) -> Vec<ToolDef> {
-        let client = self.client_capabilities();
         let mut tools = self.tool_host().map(|h| h.tools()).unwrap_or_default();
-        // What the client cannot run is not offered.
-        tools.retain(|t| t.requires.iter().all(|r| r.is_met_by(client)));
+        // What the session cannot run (the client lacks it, and it is not done locally) is
+        // not offered.
+        tools.retain(|t| t.requires.iter().all(|r| r.is_met_in(self)));
         if let Some(extra) = self.extra_tools() {
             tools.extend(extra.tools().await);
         }

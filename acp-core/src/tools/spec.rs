@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::ToolLocations;
 use super::checks::ArgSerialize;
 use crate::schema::{ClientCapabilities, ToolKind};
-use crate::{Error, Result};
+use crate::{Error, Result, Session};
 
 /// Permission option ids, stable so that clients and tests can rely on them.
 pub const ALLOW_ONCE: &str = "allow_once";
@@ -38,9 +38,11 @@ pub struct ToolSpec {
 }
 
 /// A client capability a tool cannot run without (`#[acp::tool(requires(terminal))]`). A
-/// tool whose requirement the client lacks is left out of
+/// tool whose requirement the session cannot meet is left out of
 /// [`Session::tools`](crate::Session::tools), and a call of it fails with
 /// [`Error::Unsupported`] before anything is sent (no tool call shown, no permission asked).
+/// A requirement the client lacks is met all the same when the server does it locally
+/// ([`Server::local_fallback`](crate::Server::local_fallback)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Requirement {
     /// The client's terminals (`terminal`).
@@ -69,14 +71,20 @@ impl Requirement {
             Requirement::WriteTextFile => capabilities.fs.write_text_file,
         }
     }
+
+    /// Whether session `cx` meets it: through the client, or locally.
+    pub(crate) fn is_met_in(self, cx: &Session) -> bool {
+        match self {
+            Requirement::Terminal => cx.terminal().is_supported(),
+            Requirement::ReadTextFile => cx.fs().can_read(),
+            Requirement::WriteTextFile => cx.fs().can_write(),
+        }
+    }
 }
 
-/// `Err(Unsupported)` naming the first of `requires` the client does not meet.
-pub(crate) fn check_requirements(
-    requires: &[Requirement],
-    capabilities: &ClientCapabilities,
-) -> Result<()> {
-    match requires.iter().find(|r| !r.is_met_by(capabilities)) {
+/// `Err(Unsupported)` naming the first of `requires` session `cx` does not meet.
+pub(crate) fn check_requirements(requires: &[Requirement], cx: &Session) -> Result<()> {
+    match requires.iter().find(|r| !r.is_met_in(cx)) {
         Some(missing) => Err(Error::Unsupported(missing.name())),
         None => Ok(()),
     }
