@@ -64,9 +64,25 @@ impl Two {
                 .await?;
             }
             Some("fail") => return Err(acp::Error::msg("it went wrong")),
+            Some("run") => {
+                let command: Vec<&str> = words.collect();
+                cx.call_tool("run", json!({"command": command.join(" ")}))
+                    .await?;
+            }
             _ => cx.message(text.clone()).await?,
         }
         Ok(StopReason::EndTurn)
+    }
+
+    /// Runs a shell command on the agent's machine (v2 has no client terminals).
+    ///
+    /// # Arguments
+    /// - `command`: the shell command.
+    #[acp::tool(kind = "execute", title = "Run {command}")]
+    async fn run(&self, cx: &Session, command: String) -> acp::Result<acp::Terminal> {
+        let terminal = cx.terminal().create("sh", ["-c", command.as_str()]).await?;
+        terminal.wait_for_exit().await?;
+        Ok(terminal)
     }
 
     /// Writes a file (pretend), after asking.
@@ -108,8 +124,12 @@ async fn connect() -> TestClient {
 }
 
 async fn new_session(client: &TestClient) -> String {
+    new_session_in(client, "/w").await
+}
+
+async fn new_session_in(client: &TestClient, cwd: &str) -> String {
     let answer = client
-        .request("session/new", json!({"cwd": "/w"}))
+        .request("session/new", json!({"cwd": cwd}))
         .await
         .expect("session/new");
     let answer: v2::NewSessionResponse = serde_json::from_value(answer).expect("v2 answer");
@@ -549,4 +569,48 @@ async fn a_session_recorded_on_v1_resumes_on_v2_and_the_other_way_round() {
         })
         .collect();
     assert_eq!(texts, ["stream 1", "chunk 0 "]);
+}
+
+/// A command runs on the agent's machine and is shown as v2's agent-owned terminal: the tool
+/// call refers to it, `terminal_update` gives its command, cwd and exit status, and its output
+/// arrives as `terminal_output_chunk`s, all before the tool call completes.
+#[tokio::test]
+async fn a_command_is_shown_as_an_agent_owned_terminal_before_its_tool_call_completes() {
+    use base64::Engine as _;
+    let client = connect().await;
+    let dir = tempfile::tempdir().unwrap();
+    let session = new_session_in(&client, dir.path().to_str().unwrap()).await;
+    prompt(&client, &session, "run printf 'one\\ntwo\\n'; exit 3");
+    let (kinds, frames) = until_idle(&client).await;
+    let updates: Vec<Value> = frames.iter().filter_map(update).collect();
+    let completed = updates
+        .iter()
+        .position(|u| u["status"] == "completed")
+        .unwrap_or_else(|| panic!("no completed tool call: {kinds:?}"));
+    let reference = &updates[completed]["content"][0];
+    assert_eq!(reference["type"], "terminal", "{reference}");
+    let id = reference["terminalId"].as_str().unwrap();
+    let before = &updates[..completed];
+    let started = before
+        .iter()
+        .find(|u| u["sessionUpdate"] == "terminal_update" && u["command"].is_string())
+        .unwrap_or_else(|| panic!("no terminal_update with the command: {kinds:?}"));
+    assert_eq!(started["terminalId"], id);
+    assert!(started["cwd"].as_str().unwrap().starts_with('/'));
+    let output: Vec<u8> = before
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "terminal_output_chunk")
+        .flat_map(|u| {
+            base64::engine::general_purpose::STANDARD
+                .decode(u["data"].as_str().unwrap())
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(String::from_utf8(output).unwrap(), "one\ntwo\n");
+    assert!(
+        before
+            .iter()
+            .any(|u| u["sessionUpdate"] == "terminal_update" && u["exitStatus"]["exitCode"] == 3),
+        "{kinds:?}"
+    );
 }

@@ -269,6 +269,44 @@ pub(crate) fn idle_snapshot(session: &SessionId) -> Option<Vec<u8>> {
     .ok()
 }
 
+/// A `terminal_update` of the agent-owned terminal `id` of `session`: what is given of its
+/// command, cwd, output (a snapshot replacing every byte shown so far) and exit status.
+pub(crate) fn terminal_update(
+    session: &SessionId,
+    id: &str,
+    started: Option<(&str, &std::path::Path)>,
+    output: Option<&[u8]>,
+    exit: Option<&crate::schema::TerminalExitStatus>,
+) -> Result<Vec<u8>> {
+    use base64::Engine as _;
+    let mut update = json!({"sessionUpdate": "terminal_update", "terminalId": id});
+    if let Some((command, cwd)) = started {
+        update["command"] = command.into();
+        update["cwd"] = cwd.to_string_lossy().into_owned().into();
+    }
+    if let Some(output) = output {
+        update["output"] =
+            json!({"data": base64::engine::general_purpose::STANDARD.encode(output)});
+    }
+    if let Some(exit) = exit {
+        update["exitStatus"] = json!({"exitCode": exit.exit_code, "signal": exit.signal});
+    }
+    notification(session, &update)
+}
+
+/// A `terminal_output_chunk`: `data` appended to the output of the agent-owned terminal `id`.
+pub(crate) fn terminal_output_chunk(session: &SessionId, id: &str, data: &[u8]) -> Result<Vec<u8>> {
+    use base64::Engine as _;
+    notification(
+        session,
+        &json!({
+            "sessionUpdate": "terminal_output_chunk",
+            "terminalId": id,
+            "data": base64::engine::general_purpose::STANDARD.encode(data),
+        }),
+    )
+}
+
 /// A `replay_complete` update of `session`: the replay `session/resume` asked for is over.
 pub(crate) fn replay_complete(session: &SessionId) -> Result<Vec<u8>> {
     notification(session, &json!({"sessionUpdate": "replay_complete"}))

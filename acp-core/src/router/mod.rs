@@ -12,6 +12,8 @@ mod routes;
 mod sessions;
 #[cfg(feature = "v2")]
 mod v2;
+#[cfg(feature = "v2")]
+mod v2_terminals;
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;

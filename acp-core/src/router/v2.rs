@@ -127,6 +127,10 @@ pub(super) fn initialize<A: Agent>(
         ),
     );
     let _ = r.conn.client.set(client);
+    // `cx.fs()` / `cx.terminal()` act on the agent's machine, inside the session's roots, and
+    // its terminals are shown as v2's agent-owned terminals.
+    r.conn.use_local_backend();
+    super::v2_terminals::display(&r.conn);
     let _ = r.conn.client_info.set(None);
     let v1 = r.agent.capabilities();
     let marker = |on: bool| on.then(|| json!({}));

@@ -49,6 +49,10 @@ impl Embed {
     pub fn render(&self) -> ToolCallContent {
         match self {
             Embed::Content(content) => (**content).clone(),
+            // Shown by the connection itself (v2's `terminal_update`s): a reference to it.
+            Embed::Local(terminal) if terminal.is_displayed() => {
+                ToolCallContent::Terminal(crate::schema::Terminal::new(terminal.id.clone()))
+            }
             Embed::Local(terminal) => ContentBlock::from(terminal.as_text()).into(),
         }
     }
