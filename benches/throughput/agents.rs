@@ -113,6 +113,8 @@ pub(crate) fn prepare_ts(root: &Path) -> Result<Command> {
 pub(crate) struct Impl {
     pub(crate) name: &'static str,
     command: Command,
+    /// Its client speaks protocol v2 (the same agent binary, negotiated at `initialize`).
+    v2: bool,
 }
 
 impl Impl {
@@ -124,13 +126,24 @@ impl Impl {
             "ACP_DATA_DIR",
             std::env::temp_dir().join(format!("acp-bench-{}", std::process::id())),
         );
-        Impl { name, command }
+        Impl {
+            name,
+            command,
+            v2: false,
+        }
+    }
+
+    /// The same agent, driven over protocol v2.
+    pub(crate) fn over_v2(mut self) -> Self {
+        self.v2 = true;
+        self
     }
 
     /// A fresh process after the handshake (`initialize`, one `session/new`), killed if it
     /// runs past `AGENT_DEADLINE`.
     pub(crate) fn spawn(&self) -> Result<AgentProcess> {
         let mut agent = AgentProcess::start(self.command(None), AGENT_DEADLINE)?;
+        agent.client.v2 = self.v2;
         agent.client.handshake()?;
         Ok(agent)
     }

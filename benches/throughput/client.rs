@@ -58,6 +58,9 @@ pub(crate) struct Client<R, W> {
     line: Vec<u8>,
     next_id: u64,
     pub(crate) session: String,
+    /// Speak protocol v2: the prompt's answer is its acceptance, the turn ends with an `idle`
+    /// state update (read as the answer), the echo and `running` are skipped.
+    pub(crate) v2: bool,
 }
 
 impl<R: BufRead, W: Write> Client<R, W> {
@@ -68,6 +71,7 @@ impl<R: BufRead, W: Write> Client<R, W> {
             line: Vec::with_capacity(4096),
             next_id: 0,
             session: String::new(),
+            v2: false,
         }
     }
 
@@ -87,6 +91,15 @@ impl<R: BufRead, W: Write> Client<R, W> {
 
     /// Sends `initialize` and waits for its successful answer (raw JSON).
     pub(crate) fn initialize(&mut self) -> Result<String> {
+        if self.v2 {
+            let init = serde_json::json!({
+                "protocolVersion": 2,
+                "capabilities": {},
+                "info": {"name": "acp-throughput-bench", "version": "0"},
+            });
+            let id = self.send_request("initialize", &init)?;
+            return self.answer(id);
+        }
         let init = serde_json::json!({
             "protocolVersion": 1,
             "clientCapabilities": {},
@@ -205,6 +218,8 @@ impl<R: BufRead, W: Write> Client<R, W> {
             parsed += 1;
             let frame = match serde_json::from_slice::<Frame<'_, UpdateParams<'_>>>(&self.line) {
                 Ok(frame) => frame,
+                // v2's echo of the prompt: a whole message (its content is a list).
+                Err(_) if self.v2 && is_user_message(&self.line) => continue,
                 Err(e) => {
                     let frame = serde_json::from_slice::<Frame<'_, &RawValue>>(&self.line);
                     let got = match frame.map(|f| (f.method, f.id.is_some())) {
@@ -220,6 +235,25 @@ impl<R: BufRead, W: Write> Client<R, W> {
                 (Some("session/update"), None, Some(params)) => {
                     let update = &params.update;
                     let content = update.content.as_ref();
+                    if self.v2 && params.session_id == self.session {
+                        match (&*update.session_update, update.state.as_deref()) {
+                            ("user_message", _) | ("state_update", Some("running")) => continue,
+                            ("state_update", Some("idle")) => {
+                                if index != n {
+                                    return Err(self.stream_mismatch(index, n, "the idle update"));
+                                }
+                                let stop = update.stop_reason.as_deref().unwrap_or("none");
+                                if stop != "end_turn" {
+                                    return Err(format!("the turn ended {stop}").into());
+                                }
+                                return Ok(StreamRead {
+                                    bytes: seen.bytes,
+                                    parsed,
+                                });
+                            }
+                            _ => {}
+                        }
+                    }
                     let got = if params.session_id != self.session {
                         format!("an update for session {:?}", params.session_id)
                     } else if update.session_update != "agent_message_chunk" {
@@ -247,6 +281,12 @@ impl<R: BufRead, W: Write> Client<R, W> {
                         }
                     };
                     return Err(self.stream_mismatch(index, n, &got));
+                }
+                // v2: the prompt's acceptance; the turn goes on.
+                (None, Some(raw_id), _)
+                    if raw_id.get() == id_text && self.v2 && frame.error.is_none() =>
+                {
+                    continue;
                 }
                 (None, Some(raw_id), _) if raw_id.get() == id_text => {
                     if index != n {
@@ -311,6 +351,22 @@ impl<R: BufRead, W: Write> Client<R, W> {
                             }
                         }
                     }
+                    if self.v2 && mode != Mode::Setup {
+                        let params = msg.params.map_or("null", RawValue::get);
+                        if let Ok(p) = serde_json::from_str::<UpdateParams<'_>>(params) {
+                            let update = &p.update;
+                            match (&*update.session_update, update.state.as_deref()) {
+                                ("state_update", Some("idle")) => {
+                                    let stop = update.stop_reason.as_deref().unwrap_or("none");
+                                    return Ok(Stop::Answer(Ok(format!(
+                                        "{{\"stopReason\":\"{stop}\"}}"
+                                    ))));
+                                }
+                                ("user_message" | "state_update", _) => continue,
+                                _ => {}
+                            }
+                        }
+                    }
                     if mode == Mode::TurnUntilUpdate {
                         return Ok(Stop::Update);
                     }
@@ -344,6 +400,12 @@ impl<R: BufRead, W: Write> Client<R, W> {
                         return Err(self.unexpected(&what));
                     }
                 }
+                // v2: the prompt's acceptance, not its end (the setup's answers are answers).
+                (None, Some(raw_id))
+                    if raw_id.get() == id_text
+                        && self.v2
+                        && mode != Mode::Setup
+                        && msg.error.is_none() => {}
                 (None, Some(raw_id)) if raw_id.get() == id_text => {
                     return Ok(Stop::Answer(match (msg.result, msg.error) {
                         (Some(result), _) => Ok(result.get().to_owned()),
@@ -378,7 +440,11 @@ impl<R: BufRead, W: Write> Client<R, W> {
                 p.session_id, self.session
             ));
         }
-        if p.tool_call.tool_call_id.is_empty() {
+        let call = p
+            .tool_call
+            .as_ref()
+            .or(p.subject.as_ref().map(|s| &s.tool_call));
+        if call.is_none_or(|c| c.tool_call_id.is_empty()) {
             return Err("empty toolCallId".to_owned());
         }
         let options: Vec<_> = p
@@ -398,6 +464,28 @@ impl<R: BufRead, W: Write> Client<R, W> {
     fn unexpected(&self, what: &str) -> Error {
         format!("unexpected: {what}: {}", excerpt(&self.line)).into()
     }
+}
+
+/// Whether `line` is a v2 `user_message` update (the echo of the prompt).
+fn is_user_message(line: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Line<'a> {
+        #[serde(borrow)]
+        params: Params<'a>,
+    }
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow)]
+        update: Kind<'a>,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Kind<'a> {
+        #[serde(borrow)]
+        session_update: std::borrow::Cow<'a, str>,
+    }
+    serde_json::from_slice::<Line<'_>>(line)
+        .is_ok_and(|l| l.params.update.session_update == "user_message")
 }
 
 /// A line as text for an error message, cut after 300 characters.

@@ -89,6 +89,12 @@ pub(crate) struct Update<'a> {
     pub(crate) session_update: Cow<'a, str>,
     #[serde(borrow, default)]
     pub(crate) content: Option<TextContent<'a>>,
+    /// v2's `state_update`: `running`, `requires_action` or `idle`.
+    #[serde(borrow, default)]
+    pub(crate) state: Option<Cow<'a, str>>,
+    /// v2's idle `state_update`: why the turn ended.
+    #[serde(borrow, default)]
+    pub(crate) stop_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize)]
@@ -113,10 +119,22 @@ pub(crate) struct SessionParams<'a> {
 pub(crate) struct PermissionParams<'a> {
     #[serde(borrow)]
     pub(crate) session_id: Cow<'a, str>,
-    #[serde(borrow)]
-    pub(crate) tool_call: ToolCallRef<'a>,
+    /// v1: the tool call asked about.
+    #[serde(borrow, default)]
+    pub(crate) tool_call: Option<ToolCallRef<'a>>,
+    /// v2: the subject, `{"type": "tool_call", "toolCall": …}`.
+    #[serde(borrow, default)]
+    pub(crate) subject: Option<Subject<'a>>,
     #[serde(borrow)]
     pub(crate) options: Vec<PermissionChoice<'a>>,
+}
+
+/// v2's permission subject.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Subject<'a> {
+    #[serde(borrow)]
+    pub(crate) tool_call: ToolCallRef<'a>,
 }
 
 #[derive(Deserialize)]

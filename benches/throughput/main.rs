@@ -193,6 +193,8 @@ fn main() {
             let mut unrecorded = Command::new(&path);
             unrecorded.env("ACP_BENCH_NO_STORE", "1");
             agents.push(Impl::new("ours, no store", unrecorded));
+            #[cfg(feature = "v2")]
+            agents.push(Impl::new("ours, v2", Command::new(&path)).over_v2());
         }
         Err(e) => {
             eprintln!("throughput: cannot build examples/bench.rs: {e}");
@@ -261,6 +263,7 @@ fn main() {
         let load_after = load_average();
         print_table(&columns, baseline);
         print_recording(&columns);
+        report::print_v2(&columns);
         println!(
             "load average (1 min) before/after the measurements: {load_before} / {load_after}"
         );

@@ -240,3 +240,42 @@ pub(crate) fn print_recording(columns: &[Column]) {
         }
     }
 }
+
+/// Protocol v2 beside v1: the same agent binary, its client negotiating 2.
+pub(crate) fn print_v2(columns: &[Column]) {
+    let find = |name: &str| columns.iter().find(|c| c.name == name);
+    let (Some(v2), Some(v1)) = (find("ours, v2"), find("ours")) else {
+        return;
+    };
+    println!();
+    println!("protocol v2 (same agent, same store)      |         v2 |      v1 | v2/v1");
+    if let (Some(a), Some(b)) = (best_run(v2), best_run(v1)) {
+        println!(
+            "stream 100k: chunks/s (best of 3)         | {:>10.0} | {:>7.0} | {:.2}",
+            a.0,
+            b.0,
+            a.0 / b.0
+        );
+    }
+    type Pick = fn(&Stats) -> std::time::Duration;
+    let rows: [(&str, fn(&Column) -> &Vec<std::time::Duration>, Pick); 4] = [
+        ("permission: p50 µs", |c| &c.permission, |s| s.p50),
+        ("permission: p99 µs", |c| &c.permission, |s| s.p99),
+        ("cancel: p50 µs", |c| &c.cancel, |s| s.p50),
+        ("cancel: p99 µs", |c| &c.cancel, |s| s.p99),
+    ];
+    for (label, samples, pick) in rows {
+        if let (Some(a), Some(b)) = (Stats::of(samples(v2)), Stats::of(samples(v1))) {
+            let (a, b) = (pick(&a), pick(&b));
+            println!(
+                "{label:<42}| {:>10} | {:>7} | {:.2}",
+                a.as_micros(),
+                b.as_micros(),
+                a.as_secs_f64() / b.as_secs_f64()
+            );
+        }
+    }
+    if !v2.problems.is_empty() {
+        println!("v2 problems: {}", v2.problems.join("; "));
+    }
+}

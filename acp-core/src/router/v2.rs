@@ -376,7 +376,9 @@ fn prompt<A: Agent>(
                 .await;
             state.end_turn();
             lock(&prompts).remove(&id);
-            let _ = peer.send(frame).await;
+            // Like v1's answer, the idle skips the writer's queue when nothing waits in it (the
+            // turn's end is recorded after it, so a cancel's latency never waits on the store).
+            let _ = peer.send_now(frame).await;
             if let Some(ended) = ended {
                 let _ = peer.send(ended).await;
             }
