@@ -258,7 +258,8 @@ pub(crate) fn print_v2(columns: &[Column]) {
         );
     }
     type Pick = fn(&Stats) -> std::time::Duration;
-    let rows: [(&str, fn(&Column) -> &Vec<std::time::Duration>, Pick); 4] = [
+    type Samples = fn(&Column) -> &Vec<std::time::Duration>;
+    let rows: [(&str, Samples, Pick); 4] = [
         ("permission: p50 µs", |c| &c.permission, |s| s.p50),
         ("permission: p99 µs", |c| &c.permission, |s| s.p99),
         ("cancel: p50 µs", |c| &c.cancel, |s| s.p50),
