@@ -490,6 +490,25 @@ async fn a_repeated_idempotency_key_starts_no_second_turn() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn without_a_store_the_baseline_session_methods_answer_that_nothing_is_kept() {
+    let client = TestClient::builder()
+        .skip_initialize()
+        .serve(acp::Server::new(Two).no_store())
+        .await
+        .unwrap();
+    let v2_init =
+        json!({"protocolVersion": 2, "info": {"name": "t", "version": "1"}, "capabilities": {}});
+    client.request("initialize", v2_init).await.unwrap();
+    let listed = client.request("session/list", json!({})).await.unwrap();
+    assert_eq!(listed, json!({"sessions": []}));
+    let err = client
+        .request("session/resume", json!({"sessionId": "gone", "cwd": "/w"}))
+        .await
+        .expect_err("nothing to resume");
+    assert!(err.to_string().contains("-32002"), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn v1_methods_that_v2_removed_are_not_found_on_a_v2_connection() {
     let client = connect().await;
     let session = new_session(&client).await;

@@ -61,15 +61,16 @@ pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
             gate: always,
             handler: Handler::Spawned(new_session),
         },
+        // Baseline in v2: without a store no session is kept, so none is listed or resumed.
         Route {
             method: methods::SESSION_RESUME,
-            gate: recorded,
+            gate: always,
             handler: Handler::Spawned(resume),
         },
         Route {
             method: methods::SESSION_LIST,
-            gate: recorded,
-            handler: Handler::Spawned(history::list),
+            gate: always,
+            handler: Handler::Spawned(list),
         },
         Route {
             method: methods::SESSION_DELETE,
@@ -212,6 +213,27 @@ fn set_config_option<A: Agent>(
     sessions::set_config_option(r, id, Some(&raw))
 }
 
+/// `session/list`: the store's sessions; none without a store.
+fn list<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    if r.store().is_some() {
+        return history::list(r, id, raw);
+    }
+    let _: Value = params(methods::SESSION_LIST, raw)?;
+    let conn = r.conn.clone();
+    Ok(Box::pin(async move {
+        answer(
+            &conn,
+            &id,
+            Ok(schema::ListSessionsResponse::new(Vec::new())),
+        )
+        .await;
+    }))
+}
+
 /// `session/resume`: with `replayFrom` the whole conversation is replayed (v1's `session/load`),
 /// then `replay_complete`; without, none.
 fn resume<A: Agent>(
@@ -220,6 +242,16 @@ fn resume<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let mut value: Value = params(methods::SESSION_RESUME, raw)?;
+    if r.store().is_none() {
+        // Nothing is kept without a store: no session can come back.
+        let session = value
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return Err(schema::Error::session_not_found(schema::SessionId::new(
+            session,
+        )));
+    }
     let replay = match value.as_object_mut().and_then(|f| f.remove("replayFrom")) {
         None | Some(Value::Null) => false,
         Some(from) if from.get("type").and_then(Value::as_str) == Some("start") => true,
