@@ -35,15 +35,7 @@ pub(super) fn prompt<A: Agent>(
         .is_recording()
         .then(|| req.prompt.clone());
     let prompt = Prompt::from_request(req);
-    let accepted = r.agent.capabilities().prompt_capabilities;
-    if let Some((index, what, capability)) = prompt.unaccepted(&accepted) {
-        return Err(schema::Error::new(
-            ErrorCode::InvalidParams.into(),
-            format!(
-                "`prompt[{index}]` is {what}, which this agent does not accept (it does not advertise `promptCapabilities.{capability}`)"
-            ),
-        ));
-    }
+    refuse_unaccepted(r, &prompt, "promptCapabilities")?;
     let command = command_of(r, &state, &prompt);
     let turn = Arc::new(Turn::new(&r.conn.peer.closed));
     if !state.start_turn(&turn) {
@@ -73,12 +65,7 @@ pub(super) fn prompt<A: Agent>(
             }
             let request = Request::new(prompt.meta().cloned());
             let cx = Session::new(state.clone(), Some(turn.clone())).handling(request.clone());
-            let outcome = match command {
-                Some((name, input)) => {
-                    turn::run(agent.run_command(&cx, &name, input), &turn.cancel).await
-                }
-                None => turn::run(agent.prompt(&cx, prompt), &turn.cancel).await,
-            };
+            let outcome = run_turn(&*agent, &cx, &turn, command, prompt).await;
             // Before the answer: a client that has it may kill the agent and load the session.
             state.save_persisted().await;
             let meta = request.take_answer_meta();
@@ -99,6 +86,39 @@ pub(super) fn prompt<A: Agent>(
         }
         .instrument(span),
     ))
+}
+
+/// `-32602` for content of `prompt` the agent does not accept, naming the capability it would
+/// advertise under `capabilities` (`promptCapabilities` in v1, `session.prompt` in v2).
+pub(super) fn refuse_unaccepted<A: Agent>(
+    r: &Router<A>,
+    prompt: &Prompt,
+    capabilities: &str,
+) -> Result<(), schema::Error> {
+    let accepted = r.agent.capabilities().prompt_capabilities;
+    match prompt.unaccepted(&accepted) {
+        Some((index, what, capability)) => Err(schema::Error::new(
+            ErrorCode::InvalidParams.into(),
+            format!(
+                "`prompt[{index}]` is {what}, which this agent does not accept (it does not advertise `{capabilities}.{capability}`)"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Runs the turn of `prompt`: the slash command's method when it is one, else `prompt`.
+pub(super) async fn run_turn<A: Agent>(
+    agent: &A,
+    cx: &Session,
+    turn: &Turn,
+    command: Option<(String, Prompt)>,
+    prompt: Prompt,
+) -> crate::Result<schema::StopReason> {
+    match command {
+        Some((name, input)) => turn::run(agent.run_command(cx, &name, input), &turn.cancel).await,
+        None => turn::run(agent.prompt(cx, prompt), &turn.cancel).await,
+    }
 }
 
 /// The slash command `prompt` runs, with its input: one the session offers and the agent has a

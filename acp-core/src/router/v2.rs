@@ -341,15 +341,7 @@ fn prompt<A: Agent>(
     }
     let blocks = req.prompt.clone();
     let prompt = Prompt::from_request(req);
-    let accepted = r.agent.capabilities().prompt_capabilities;
-    if let Some((index, what, capability)) = prompt.unaccepted(&accepted) {
-        return Err(schema::Error::new(
-            ErrorCode::InvalidParams.into(),
-            format!(
-                "`prompt[{index}]` is {what}, which this agent does not accept (it does not advertise `session.prompt.{capability}`)"
-            ),
-        ));
-    }
+    super::prompt::refuse_unaccepted(r, &prompt, "session.prompt")?;
     let command = super::prompt::command_of(r, &state, &prompt);
     // The message id is the session's from now: a retry with the same key gets it.
     let message = state.messages.user_message();
@@ -396,12 +388,7 @@ fn prompt<A: Agent>(
             }
             let request = Request::new(prompt.meta().cloned());
             let cx = Session::new(state.clone(), Some(turn.clone())).handling(request);
-            let outcome = match command {
-                Some((name, input)) => {
-                    turn::run(agent.run_command(&cx, &name, input), &turn.cancel).await
-                }
-                None => turn::run(agent.prompt(&cx, prompt), &turn.cancel).await,
-            };
+            let outcome = super::prompt::run_turn(&*agent, &cx, &turn, command, prompt).await;
             state.save_persisted().await;
             let (frame, ended) = turn
                 .end(&peer, &state.id, turn::Ending::Idle, outcome)
