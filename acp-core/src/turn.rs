@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
@@ -42,6 +43,19 @@ pub(crate) struct Turn {
     pub sequence: Arc<Sequence>,
     /// Tool calls started and not yet finished, failed by the runtime when the turn ends.
     pub open_tool_calls: Mutex<Vec<ToolCallId>>,
+    /// What a cancelled turn waits for (at most [`CANCEL_GRACE`]) before it ends: commands it
+    /// started, killed with it, whose exit the client is shown.
+    settling: Mutex<Settling>,
+}
+
+/// The futures of [`Turn::settle_before_end`].
+#[derive(Default)]
+struct Settling(Vec<BoxFuture<'static, ()>>);
+
+impl std::fmt::Debug for Settling {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Settling({})", self.0.len())
+    }
 }
 
 impl Turn {
@@ -52,7 +66,17 @@ impl Turn {
             closing: AtomicBool::new(false),
             sequence: Arc::default(),
             open_tool_calls: Mutex::new(Vec::new()),
+            settling: Mutex::default(),
         }
+    }
+
+    /// Has a cancelled turn wait for `settled` (at most [`CANCEL_GRACE`]) before it ends.
+    pub fn settle_before_end(&self, settled: BoxFuture<'static, ()>) {
+        self.settling
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .0
+            .push(settled);
     }
 
     /// Whether the turn is about to be (or was) answered: no update may be sent any more.
@@ -88,6 +112,12 @@ impl Turn {
         outcome: Result<StopReason>,
     ) -> (Frame, Option<Frame>) {
         let cancelled = self.cancel.is_cancelled();
+        let settling =
+            std::mem::take(&mut self.settling.lock().unwrap_or_else(|e| e.into_inner()).0);
+        if cancelled && !settling.is_empty() {
+            let all = futures_util::future::join_all(settling);
+            let _ = tokio::time::timeout(CANCEL_GRACE, all).await;
+        }
         let open = std::mem::take(&mut *self.open());
         let message = if cancelled {
             "cancelled"

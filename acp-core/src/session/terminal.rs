@@ -125,6 +125,11 @@ impl<'a> Terminals<'a> {
         };
         let observer = self.cx.state.conn.terminal_observer();
         let local = LocalTerminal::spawn(&req, cwd, stop, observer)?;
+        // A cancelled turn kills it: the turn's end waits (briefly) for it to be gone, so
+        // that what the connection shows of its exit comes before the turn's end.
+        if let Some(turn) = &self.cx.turn {
+            turn.settle_before_end(Box::pin(local.gone()));
+        }
         let terminal = Terminal {
             cx: self.cx.clone(),
             id: local.id.clone(),

@@ -258,8 +258,17 @@ impl LocalTerminal {
 
     fn exited(&self, status: TerminalExitStatus) {
         debug!(terminal = %self.id, ?status, "a local command exited");
-        self.exit.send_replace(Some(status.clone()));
+        // Observers first: whoever waits on the exit finds what they show of it queued.
         self.notify(TerminalEvent::Exited(&status));
+        self.exit.send_replace(Some(status.clone()));
+    }
+
+    /// Resolves once the command has exited (at once if it has).
+    pub fn gone(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut exit = self.exit.subscribe();
+        async move {
+            let _ = exit.wait_for(Option::is_some).await;
+        }
     }
 
     fn kill_group(&self) {
