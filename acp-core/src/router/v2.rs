@@ -331,7 +331,7 @@ fn prompt<A: Agent>(
         .ok_or_else(|| schema::Error::session_not_found(req.session_id.clone()))?;
     // A retry of a prompt already inserted: its message id again, no second turn.
     if let Some(key) = &key
-        && let Some(message) = lock(&state.idempotency).get(key).cloned()
+        && let Some(message) = state.prompt_with_key(key)
     {
         let conn = r.conn.clone();
         return Ok(Box::pin(async move {
@@ -346,7 +346,7 @@ fn prompt<A: Agent>(
     // The message id is the session's from now: a retry with the same key gets it.
     let message = state.messages.user_message();
     if let Some(key) = key {
-        lock(&state.idempotency).insert(key, message.clone());
+        state.remember_key(key, message.clone());
     }
     let waiting = state.waiting();
     let (agent, prompts) = (r.agent.clone(), r.prompts.clone());
@@ -365,6 +365,8 @@ fn prompt<A: Agent>(
                     let _ = peer.send(Frame::new(jsonrpc::encode_error(&id, &e), None)).await;
                     return;
                 }
+                // The connection is gone: nothing more runs.
+                () = peer.closed.cancelled() => return,
                 slot = state.queue.clone().lock_owned() => slot,
             };
             let turn = Arc::new(Turn::new(&peer.closed));

@@ -3,7 +3,7 @@
 
 use super::roots::Roots;
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio_util::sync::CancellationToken;
@@ -150,6 +150,10 @@ impl Connection {
     }
 }
 
+/// How many idempotency keys of prompts a session remembers (a client retries a prompt soon
+/// after sending it; memory stays bounded however many prompts a session takes).
+pub(crate) const IDEMPOTENCY_KEYS: usize = 256;
+
 /// One session known to a connection.
 #[derive(Debug)]
 pub(crate) struct SessionState {
@@ -183,8 +187,8 @@ pub(crate) struct SessionState {
     /// `queue`.
     pub waiting: Mutex<CancellationToken>,
     /// The user message id each idempotency key of a prompt was given (v2): a retried prompt
-    /// starts no second turn.
-    pub idempotency: Mutex<HashMap<String, schema::MessageId>>,
+    /// starts no second turn. The latest [`IDEMPOTENCY_KEYS`] keys, oldest first.
+    pub idempotency: Mutex<VecDeque<(String, schema::MessageId)>>,
 }
 
 impl SessionState {
@@ -210,7 +214,7 @@ impl SessionState {
             persisted: PersistedValues::default(),
             queue: Arc::default(),
             waiting: Mutex::new(CancellationToken::new()),
-            idempotency: Mutex::new(HashMap::new()),
+            idempotency: Mutex::new(VecDeque::new()),
         })
     }
 
@@ -220,6 +224,23 @@ impl SessionState {
             turn.cancel.cancel();
         }
         std::mem::take(&mut *lock(&self.waiting)).cancel();
+    }
+
+    /// The user message id a prompt with idempotency key `key` was given, if remembered.
+    pub fn prompt_with_key(&self, key: &str) -> Option<schema::MessageId> {
+        lock(&self.idempotency)
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, id)| id.clone())
+    }
+
+    /// Remembers that the prompt with idempotency key `key` was given `message`.
+    pub fn remember_key(&self, key: String, message: schema::MessageId) {
+        let mut keys = lock(&self.idempotency);
+        if keys.len() == IDEMPOTENCY_KEYS {
+            keys.pop_front();
+        }
+        keys.push_back((key, message));
     }
 
     /// What cancels the prompts queued from now until the next cancel.
