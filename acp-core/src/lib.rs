@@ -21,7 +21,7 @@
 //! | `error` | [`Error`], [`Result`] and their JSON-RPC error codes |
 //! | `jsonrpc` | classifying incoming lines, encoding frames, our requests awaiting answers |
 //! | `transport` | newline framing with its limits; the process's stdio |
-//! | `protocol` | ACP method names (from the schema crate); every v1 frame the runtime sends |
+//! | `protocol` | ACP method names (from the schema crate); the account of a session (v1's update types); every frame the runtime sends, in v1 or v2 (negotiated per connection) |
 //! | `store` | recorded sessions: the [`store::SessionStore`] trait, in memory and SQLite |
 //! | `peer` | the output queue and writer task (which journals records before writing), the reader loop and its admissions, requests to the client |
 //! | `turn` | one prompt turn: cancellation, grace, the end-of-turn sweep and answer |
@@ -29,7 +29,7 @@
 //! | `tools` | tool definitions and output, the tool-call lifecycle, calls by name, schemas |
 //! | `mcp` | the client's MCP servers: connected per session, their tools in the session's table, stopped with it |
 //! | `agent` | the [`Agent`] trait, [`Prompt`], [`SessionSetup`] |
-//! | `router` | the method table: method → capability gate → inline or spawned → handler; the history methods |
+//! | `router` | the method tables (v1's, v2's): method → capability gate → inline or spawned → handler; the history methods; v2's prompt lifecycle and agent-owned terminals |
 //! | `serve` | [`Server`] and its limits and store: wiring it all together; shutdown |
 //! | `testing` | the scripted client (feature `testing`) |
 //! | `__private` | the ABI of the macros' expansion |
