@@ -341,6 +341,37 @@ async fn without_a_store_the_baseline_session_methods_answer_that_nothing_is_kep
 }
 
 #[tokio::test(start_paused = true)]
+async fn tool_calls_and_terminals_that_advertise_no_cancel_are_not_cancellable() {
+    let client = connect().await;
+    let session = new_session(&client).await;
+    for (method, params) in [
+        (
+            "tool_call/cancel",
+            json!({"sessionId": session, "toolCallId": "call_0"}),
+        ),
+        (
+            "terminal/cancel",
+            json!({"sessionId": session, "terminalId": "t"}),
+        ),
+    ] {
+        let err = client.request(method, params).await.expect_err(method);
+        assert!(err.to_string().contains("-32602"), "{method}: {err}");
+        assert!(
+            err.to_string().contains("not cancellable"),
+            "{method}: {err}"
+        );
+    }
+    let err = client
+        .request(
+            "tool_call/cancel",
+            json!({"sessionId": "nope", "toolCallId": "c"}),
+        )
+        .await
+        .expect_err("unknown session");
+    assert!(err.to_string().contains("-32002"), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn v1_methods_that_v2_removed_are_not_found_on_a_v2_connection() {
     let client = connect().await;
     let session = new_session(&client).await;

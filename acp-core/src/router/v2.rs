@@ -92,7 +92,47 @@ pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
             gate: |r: &Router<A>| !r.settings.is_empty(),
             handler: Handler::Spawned(set_config_option),
         },
+        Route {
+            method: schema::v2::AGENT_METHOD_NAMES.tool_call_cancel,
+            gate: always,
+            handler: Handler::Inline(not_cancellable),
+        },
+        Route {
+            method: schema::v2::AGENT_METHOD_NAMES.terminal_cancel,
+            gate: always,
+            handler: Handler::Inline(not_cancellable),
+        },
     ]
+}
+
+/// `tool_call/cancel` and `terminal/cancel`: no tool call or terminal of ours advertises
+/// `capabilities.cancel` (they end with their turn: `session/cancel`), so each is `-32602`,
+/// as v2 says for one that is not cancellable.
+fn not_cancellable<A: Agent>(
+    r: &Router<A>,
+    _id: &RequestId,
+    raw: Option<&RawValue>,
+) -> Result<Vec<u8>, schema::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Target {
+        session_id: schema::SessionId,
+        tool_call_id: Option<String>,
+        terminal_id: Option<String>,
+    }
+    let target: Target = params("tool_call/cancel", raw)?;
+    if r.conn.sessions.get(&target.session_id).is_none() {
+        return Err(schema::Error::session_not_found(target.session_id));
+    }
+    let what = match (&target.tool_call_id, &target.terminal_id) {
+        (Some(id), _) => format!("tool call `{id}`"),
+        (None, Some(id)) => format!("terminal `{id}`"),
+        (None, None) => "it".to_owned(),
+    };
+    Err(crate::Error::InvalidParams(format!(
+        "{what} is not cancellable (it does not advertise `capabilities.cancel`); cancel the turn with `session/cancel`"
+    ))
+    .to_rpc())
 }
 
 /// The params of a v2 request of `method` in the v1 shape its handler reads.
