@@ -75,6 +75,7 @@ impl Journal {
     }
 
     /// The protocol version `initialize` negotiated, if it ran.
+    #[cfg(feature = "v2")]
     pub fn negotiated(&self) -> Option<Version> {
         self.version.get().copied()
     }

@@ -140,6 +140,7 @@ fn initialize<A: Agent>(
 ) -> Result<Vec<u8>, schema::Error> {
     /// The version the client asks for, whatever the shape of the rest.
     #[derive(serde::Deserialize)]
+    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
     struct Asked {
         #[serde(rename = "protocolVersion")]
         protocol_version: ProtocolVersion,

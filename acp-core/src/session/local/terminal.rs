@@ -156,6 +156,7 @@ impl LocalTerminal {
     }
 
     /// Its output so far (at most the byte limit: the tail), as bytes.
+    #[cfg(feature = "v2")]
     pub fn output_bytes(&self) -> Vec<u8> {
         self.output().output.into_bytes()
     }
