@@ -152,10 +152,12 @@ impl Connection {
 
 /// How many idempotency keys of prompts a session remembers (a client retries a prompt soon
 /// after sending it; memory stays bounded however many prompts a session takes).
+#[cfg_attr(not(feature = "v2"), allow(dead_code))]
 pub(crate) const IDEMPOTENCY_KEYS: usize = 256;
 
 /// One session known to a connection.
 #[derive(Debug)]
+#[cfg_attr(not(feature = "v2"), allow(dead_code))] // prompts queue on v2 only
 pub(crate) struct SessionState {
     pub id: SessionId,
     /// The session's directories: `cwd` and the client's additional ones.
@@ -227,6 +229,7 @@ impl SessionState {
     }
 
     /// The user message id a prompt with idempotency key `key` was given, if remembered.
+    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
     pub fn prompt_with_key(&self, key: &str) -> Option<schema::MessageId> {
         lock(&self.idempotency)
             .iter()
@@ -235,6 +238,7 @@ impl SessionState {
     }
 
     /// Remembers that the prompt with idempotency key `key` was given `message`.
+    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
     pub fn remember_key(&self, key: String, message: schema::MessageId) {
         let mut keys = lock(&self.idempotency);
         if keys.len() == IDEMPOTENCY_KEYS {
@@ -244,6 +248,7 @@ impl SessionState {
     }
 
     /// What cancels the prompts queued from now until the next cancel.
+    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
     pub fn waiting(&self) -> CancellationToken {
         lock(&self.waiting).clone()
     }
