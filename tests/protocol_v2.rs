@@ -15,7 +15,9 @@ mod common;
 use acp::schema::v2;
 use acp::store::MemoryStore;
 use acp::testing::{Frame, TestClient};
-use common::{Json, Two, connect, kind, new_session, prompt, until_idle, update};
+use common::{
+    Json, Two, connect, kind, new_session, prompt, unread_for, until_idle, update, v2_initialize,
+};
 use serde_json::{Value, json};
 
 #[tokio::test(start_paused = true)]
@@ -176,12 +178,7 @@ async fn nothing_for_a_session_follows_its_idle() {
         prompt(&client, &session, text);
         until_idle(&client).await;
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        let after: Vec<Value> = client
-            .take_unread()
-            .iter()
-            .filter_map(Frame::json)
-            .filter(|m| m["params"]["sessionId"] == session.as_str())
-            .collect();
+        let after = unread_for(&client, &session);
         assert!(after.is_empty(), "after the idle of `{text}`: {after:?}");
     }
 }
@@ -328,9 +325,7 @@ async fn without_a_store_the_baseline_session_methods_answer_that_nothing_is_kep
         .serve(acp::Server::new(Two).no_store())
         .await
         .unwrap();
-    let v2_init =
-        json!({"protocolVersion": 2, "info": {"name": "t", "version": "1"}, "capabilities": {}});
-    client.request("initialize", v2_init).await.unwrap();
+    client.request("initialize", v2_initialize()).await.unwrap();
     let listed = client.request("session/list", json!({})).await.unwrap();
     assert_eq!(listed, json!({"sessions": []}));
     let err = client

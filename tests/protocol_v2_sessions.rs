@@ -6,8 +6,11 @@
 mod common;
 
 use acp::store::MemoryStore;
-use acp::testing::{Frame, TestClient};
-use common::{Json, Two, connect, new_session, new_session_in, prompt, until_idle, update};
+use acp::testing::TestClient;
+use common::{
+    Two, connect, new_session, new_session_in, prompt, unread_for, until_idle, update,
+    v2_initialize,
+};
 use serde_json::{Value, json};
 
 /// A session recorded on one version's connection resumes on the other's: the store keeps
@@ -32,10 +35,7 @@ async fn a_session_recorded_on_v1_resumes_on_v2_and_the_other_way_round() {
         .await
         .unwrap();
     v2_client
-        .request(
-            "initialize",
-            json!({"protocolVersion": 2, "info": {"name": "t", "version": "1"}, "capabilities": {}}),
-        )
+        .request("initialize", v2_initialize())
         .await
         .unwrap();
     v2_client
@@ -146,11 +146,6 @@ async fn a_cancelled_command_shows_its_exit_before_the_idle_and_nothing_after() 
         .any(|u| u["sessionUpdate"] == "terminal_update" && u["exitStatus"].is_object());
     assert!(exited, "the command's exit before the idle: {kinds:?}");
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let after: Vec<Value> = client
-        .take_unread()
-        .iter()
-        .filter_map(Frame::json)
-        .filter(|m| m["params"]["sessionId"] == session.as_str())
-        .collect();
+    let after = unread_for(&client, &session);
     assert!(after.is_empty(), "after the idle: {after:?}");
 }

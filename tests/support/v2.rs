@@ -106,10 +106,7 @@ pub async fn connect() -> TestClient {
         .await
         .expect("connecting");
     let init = client
-        .request(
-            "initialize",
-            json!({"protocolVersion": 2, "info": {"name": "t", "version": "1"}, "capabilities": {}}),
-        )
+        .request("initialize", v2_initialize())
         .await
         .expect("initialize");
     let init: v2::InitializeResponse =
@@ -179,4 +176,19 @@ pub fn prompt(client: &TestClient, session: &str, text: &str) -> Value {
         "session/prompt",
         json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
     )
+}
+
+/// The params of a v2 `initialize`.
+pub fn v2_initialize() -> Value {
+    json!({"protocolVersion": 2, "info": {"name": "t", "version": "1"}, "capabilities": {}})
+}
+
+/// The frames for `session` not read yet (taking them).
+pub fn unread_for(client: &TestClient, session: &str) -> Vec<Value> {
+    client
+        .take_unread()
+        .iter()
+        .filter_map(Frame::json)
+        .filter(|m| m["params"]["sessionId"] == session)
+        .collect()
 }

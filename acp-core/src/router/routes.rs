@@ -17,14 +17,23 @@ use crate::protocol::{methods, v1};
 use crate::schema::{self, AuthMethod, ProtocolVersion, RequestId};
 use crate::session::Connection;
 
+/// A gate every connection passes.
+pub(super) fn always<A>(_: &Router<A>) -> bool {
+    true
+}
+
+/// The gate of the methods answered from the session store.
+pub(super) fn recorded<A: Agent>(r: &Router<A>) -> bool {
+    r.store().is_some()
+}
+
+/// The gate of the sign-in methods: the agent declares some.
+pub(super) fn has_auth<A: Agent>(r: &Router<A>) -> bool {
+    !r.agent.auth_methods().is_empty()
+}
+
 /// The requests the runtime answers (extension methods are routed apart: see `ext`).
 pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
-    fn always<A>(_: &Router<A>) -> bool {
-        true
-    }
-    fn recorded<A: Agent>(r: &Router<A>) -> bool {
-        r.store().is_some()
-    }
     vec![
         Route {
             method: methods::INITIALIZE,
@@ -33,7 +42,7 @@ pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
         },
         Route {
             method: methods::AUTHENTICATE,
-            gate: |r: &Router<A>| !r.agent.auth_methods().is_empty(),
+            gate: has_auth,
             handler: Handler::Spawned(auth::authenticate),
         },
         Route {

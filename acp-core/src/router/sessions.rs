@@ -244,6 +244,28 @@ pub(super) fn set_config_option<A: Agent>(
     }))
 }
 
+/// The session a `session/close` (params `raw`) names, forgotten by the connection (which
+/// closes it); `-32002` when it is not open.
+pub(super) fn closing<A: Agent>(
+    r: &Router<A>,
+    raw: Option<&RawValue>,
+) -> Result<Arc<SessionState>, schema::Error> {
+    let req: schema::CloseSessionRequest = params(methods::SESSION_CLOSE, raw)?;
+    r.conn
+        .sessions
+        .remove(&req.session_id)
+        .ok_or_else(|| schema::Error::session_not_found(req.session_id))
+}
+
+/// Stops a closed session's MCP servers after the turn's grace, so that an MCP call its turn
+/// was making can still tell its server.
+pub(super) fn stop_after_grace(session: Arc<SessionState>) {
+    tokio::spawn(async move {
+        tokio::time::sleep(turn::CANCEL_GRACE).await;
+        mcp::stop(&session).await;
+    });
+}
+
 /// `session/close`: cancels the session's running turn (which still answers, `cancelled`),
 /// stops its MCP servers, and forgets the session: its memory is freed once the turn has
 /// wound down.
@@ -252,18 +274,9 @@ pub(super) fn close_session<A: Agent>(
     id: &RequestId,
     raw: Option<&RawValue>,
 ) -> Result<Vec<u8>, schema::Error> {
-    let req: schema::CloseSessionRequest = params(methods::SESSION_CLOSE, raw)?;
-    let session = r
-        .conn
-        .sessions
-        .remove(&req.session_id)
-        .ok_or_else(|| schema::Error::session_not_found(req.session_id.clone()))?;
+    let session = closing(r, raw)?;
     debug!(session = %session.id, "session closed");
-    // After the turn's grace, so that an MCP call it was making can tell its server.
-    tokio::spawn(async move {
-        tokio::time::sleep(turn::CANCEL_GRACE).await;
-        mcp::stop(&session).await;
-    });
+    stop_after_grace(session);
     Ok(jsonrpc::encode_result(
         id,
         &schema::CloseSessionResponse::new(),

@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tracing::{Instrument, debug, debug_span};
 
-use super::routes::{answer, offered_auth_methods};
+use super::routes::{always, answer, has_auth, offered_auth_methods, recorded};
 use super::{Handler, Route, Router, auth, history, params, sessions};
 use crate::agent::{Agent, Prompt};
 use crate::jsonrpc;
@@ -31,15 +31,6 @@ const AUTH_LOGOUT: &str = "auth/logout";
 
 /// The requests a v2 connection answers.
 pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
-    fn always<A>(_: &Router<A>) -> bool {
-        true
-    }
-    fn recorded<A: Agent>(r: &Router<A>) -> bool {
-        r.store().is_some()
-    }
-    fn has_auth<A: Agent>(r: &Router<A>) -> bool {
-        !r.agent.auth_methods().is_empty()
-    }
     vec![
         Route {
             method: methods::INITIALIZE,
@@ -328,12 +319,7 @@ fn close<A: Agent>(
     id: RequestId,
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
-    let req: schema::CloseSessionRequest = params(methods::SESSION_CLOSE, raw)?;
-    let session = r
-        .conn
-        .sessions
-        .remove(&req.session_id)
-        .ok_or_else(|| schema::Error::session_not_found(req.session_id.clone()))?;
+    let session = sessions::closing(r, raw)?;
     session.cancel_turn();
     let conn = r.conn.clone();
     Ok(Box::pin(async move {
@@ -342,10 +328,7 @@ fn close<A: Agent>(
         let _free = session.queue.clone().lock_owned().await;
         debug!(session = %session.id, "session closed");
         answer(&conn, &id, Ok(schema::CloseSessionResponse::new())).await;
-        tokio::spawn(async move {
-            tokio::time::sleep(turn::CANCEL_GRACE).await;
-            mcp::stop(&session).await;
-        });
+        sessions::stop_after_grace(session);
     }))
 }
 
