@@ -82,6 +82,8 @@ pub struct Server<A> {
     mcp_timeout: Duration,
     mcp_permission: McpPermission,
     local_fallback: bool,
+    /// See [`Connection::local_files`](crate::session::Connection::local_files).
+    local_files: Option<Arc<dyn crate::session::local::fs::Files>>,
 }
 
 /// Where a server records its sessions.
@@ -116,7 +118,16 @@ impl<A: Agent> Server<A> {
             mcp_timeout: mcp::DEFAULT_TIMEOUT,
             mcp_permission: McpPermission::default(),
             local_fallback: false,
+            local_files: None,
         }
+    }
+
+    /// Points the local file backend at `files` instead of this machine's disk (for
+    /// [`acp::testing`](crate::testing)).
+    #[cfg(all(feature = "testing", feature = "v2"))]
+    pub(crate) fn local_files(mut self, files: Arc<dyn crate::session::local::fs::Files>) -> Self {
+        self.local_files = Some(files);
+        self
     }
 
     /// Lets [`Session::fs`](crate::Session::fs) and [`Session::terminal`](crate::Session::terminal)
@@ -246,6 +257,7 @@ impl<A: Agent> Server<A> {
             mcp_timeout,
             mcp_permission,
             local_fallback,
+            local_files,
         } = self;
         static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
         let span = debug_span!("acp", conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed));
@@ -260,6 +272,7 @@ impl<A: Agent> Server<A> {
         let (peer, queue) = Peer::new(writer, max_in_flight, Journal::new(store));
         let mut conn = Connection::new(peer.clone());
         conn.local_fallback = local_fallback;
+        conn.local_files = local_files;
         let conn = Arc::new(conn);
         let agent = Arc::new(agent);
         conn.extensions.insert(settings.clone());

@@ -104,7 +104,8 @@ impl Fs<'_> {
         if self.backend(|b| b.read) == Backend::Local {
             let path = self.path(path)?;
             self.cx.check_usable()?;
-            return local::fs::read(&path, line, limit).await;
+            let files = self.cx.connection().local_files.as_ref();
+            return local::fs::read(files, &path, line, limit).await;
         }
         let params = schema::ReadTextFileRequest::new(self.cx.id().clone(), self.path(path)?)
             .line(line)
@@ -126,7 +127,8 @@ impl Fs<'_> {
         if self.backend(|b| b.write) == Backend::Local {
             let path = self.path(path)?;
             self.cx.check_usable()?;
-            return local::fs::write(&path, &content.into()).await;
+            let files = self.cx.connection().local_files.as_ref();
+            return local::fs::write(files, &path, &content.into()).await;
         }
         let params = schema::WriteTextFileRequest::new(
             self.cx.id().clone(),

@@ -82,6 +82,9 @@ pub(crate) struct Connection {
     /// [`Server::local_fallback`](crate::Server::local_fallback): in v1, `cx.fs()` /
     /// `cx.terminal()` act locally where the client lacks the capability.
     pub local_fallback: bool,
+    /// Where the local backend keeps files instead of this machine's disk (the test client's
+    /// in-memory file system); `None`: the disk.
+    pub local_files: Option<Arc<dyn super::local::fs::Files>>,
     /// Where `cx.fs()` / `cx.terminal()` act, chosen when the connection is initialized.
     backends: OnceLock<Backends>,
     /// Watches every local terminal of the connection (see [`TerminalObserver`]).
@@ -98,6 +101,7 @@ impl Connection {
             sessions: Registry::default(),
             extensions: TypeMap::default(),
             local_fallback: false,
+            local_files: None,
             backends: OnceLock::new(),
             terminal_observer: ObserverSlot::default(),
         }

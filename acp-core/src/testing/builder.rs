@@ -35,6 +35,7 @@ pub struct TestClientBuilder {
     /// The capabilities besides fs and terminal.
     capabilities: ClientCapabilities,
     info: Option<Implementation>,
+    protocol: u16,
 }
 
 impl Default for TestClientBuilder {
@@ -50,6 +51,7 @@ impl Default for TestClientBuilder {
             initialize: true,
             capabilities: ClientCapabilities::default(),
             info: None,
+            protocol: 1,
         }
     }
 }
@@ -251,6 +253,49 @@ impl TestClientBuilder {
         self
     }
 
+    /// The protocol version `initialize` asks for: 1 (the default) or 2 (with the `v2`
+    /// feature). The same test body holds on both: on v2 the client reads what the agent
+    /// writes back in v1's shape ([`Frame::as_v1`](super::Frame::as_v1)), a turn ends at its
+    /// `idle` `state_update` (read as v1's answer: [`Turn::stop_reason`](super::Turn::stop_reason),
+    /// [`Turn::error_code`](super::Turn::error_code)), [`TestSession::set_mode`](super::TestSession::set_mode)
+    /// sets the mode's config option, and [`TestClient::load_session`] resumes with replay.
+    ///
+    /// v2 has no `fs/*` or `terminal/*`: the agent reads and writes files and runs commands
+    /// itself. An agent served in this process ([`connect`](Self::connect),
+    /// [`serve`](Self::serve)) reads and writes the client's [`MemoryFs`] all the same (the
+    /// runtime's local file backend is pointed at it), so file assertions hold on both
+    /// versions; its commands run for real on this machine ([`TerminalStub`] is not used).
+    ///
+    /// ```
+    /// use acp_core::testing::TestClient;
+    /// use acp_core::{Agent, Prompt, Result, Session, schema::StopReason};
+    ///
+    /// struct Hello;
+    /// impl Agent for Hello {
+    ///     async fn prompt(&self, cx: &Session, _prompt: Prompt) -> Result<StopReason> {
+    ///         cx.message("hello").await?;
+    ///         Ok(StopReason::EndTurn)
+    ///     }
+    /// }
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// for protocol in [1, 2] {
+    ///     let client = TestClient::builder().protocol(protocol).connect(Hello).await.unwrap();
+    ///     assert_eq!(client.protocol(), protocol);
+    ///     let session = client.new_session().await.unwrap();
+    ///     let turn = session.prompt("hi").await.unwrap();
+    ///     assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    ///     assert_eq!(turn.text(), "hello");
+    /// }
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn protocol(mut self, version: u16) -> Self {
+        self.protocol = version;
+        self
+    }
+
     /// Connects without sending `initialize`: for tests of what the agent does before it, or
     /// with a malformed one. Send it with [`TestClient::initialize`] or
     /// [`TestClient::request`].
@@ -268,7 +313,18 @@ impl TestClientBuilder {
     /// Starts `server` (an agent with its limits and store) in this process on an in-memory
     /// pipe and sends `initialize`. With a store shared between two clients, the second one
     /// sees the agent restarted on the same history.
-    pub async fn serve<A: Agent>(self, server: crate::Server<A>) -> Result<TestClient> {
+    pub async fn serve<A: Agent>(
+        #[cfg_attr(not(feature = "v2"), allow(unused_mut))] mut self,
+        server: crate::Server<A>,
+    ) -> Result<TestClient> {
+        #[cfg(feature = "v2")]
+        let server = if self.protocol == 2 {
+            // v2 has no `fs/*`: the agent's local backend uses the client's files instead.
+            let files = self.fs.get_or_insert_with(MemoryFs::default).clone();
+            server.local_files(Arc::new(files))
+        } else {
+            server
+        };
         let (client_io, agent_io) = tokio::io::duplex(1 << 16);
         let (agent_read, agent_write) = tokio::io::split(agent_io);
         let (client_read, client_write) = tokio::io::split(client_io);
@@ -331,6 +387,7 @@ impl TestClientBuilder {
             capabilities: json!(capabilities),
             info: self.info.map(|i| json!(i)),
             initialize: OnceLock::new(),
+            protocol: self.protocol,
         };
         if self.initialize {
             client.initialize().await?;

@@ -69,6 +69,18 @@ impl MemoryFs {
     }
 }
 
+/// On protocol v2 the agent's local file backend reads and writes the same files.
+#[cfg(feature = "v2")]
+impl crate::session::local::fs::Files for MemoryFs {
+    fn read(&self, path: &Path) -> Option<String> {
+        MemoryFs::read(self, path)
+    }
+
+    fn write(&self, path: &Path, content: &str) {
+        MemoryFs::write(self, path, content);
+    }
+}
+
 /// The terminal the test client pretends to run: every command "prints" `output` and exits
 /// with `exit_code`, unless it is set to [`hang`](TerminalStub::hang) until killed or the
 /// editor [`refuse`](TerminalStub::refuse)s to run it; a command given its own stub with

@@ -22,10 +22,19 @@ impl TestClient {
     /// Loads a stored session (`session/load`) in the configured cwd (and additional
     /// directories), collecting the updates
     /// the agent replays before its answer.
+    ///
+    /// On protocol v2, which has no `session/load`, this is `session/resume` with
+    /// `replayFrom` the start of the conversation (v2's way to replay it).
     pub async fn load_session(&self, id: &SessionId) -> Result<Loaded<'_>> {
         let start = self.transcript().len();
-        let params = self.opening(json!({"sessionId": id, "mcpServers": []}));
-        let (answer, at) = self.wire.request("session/load", params).await?;
+        let mut params = self.opening(json!({"sessionId": id, "mcpServers": []}));
+        let method = if self.wire.is_v2() {
+            params["replayFrom"] = json!({"type": "start"});
+            "session/resume"
+        } else {
+            "session/load"
+        };
+        let (answer, at) = self.wire.request(method, params).await?;
         let answer = answer?;
         let replayed = self.transcript()[start..at]
             .iter()

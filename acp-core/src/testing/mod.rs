@@ -50,6 +50,10 @@
 //! # }
 //! ```
 //!
+//! The same test body runs on protocol v2 with [`TestClientBuilder::protocol`]`(2)`: the
+//! client reads the agent's v2 frames back in v1's shape, so every assertion above holds on
+//! both versions.
+//!
 //! The same test can drive the agent's built binary, as an editor would:
 //!
 //! ```no_run
@@ -73,6 +77,7 @@
 //! | `editor.rs` | the fake editor: [`MemoryFs`], [`PermissionPolicy`], [`TerminalStub`] |
 //! | `wire.rs` | the pipe loops, transcript and cursor, deadlines, malformed-output checks |
 //! | `trace.rs` | what was seen: [`Frame`], [`Turn`], [`ToolCallTrace`] |
+//! | `v2.rs` | protocol v2 ([`TestClientBuilder::protocol`]): frames read back in v1's shape, a turn's `idle` as its answer |
 //! | `view.rs` | a session as the client sees it: [`SessionView`] (mode, options, commands, title) |
 //! | `tests.rs` | unit tests of the cursor, held requests and output checks |
 
@@ -85,6 +90,8 @@ mod session;
 #[cfg(test)]
 mod tests;
 mod trace;
+#[cfg(feature = "v2")]
+mod v2;
 mod view;
 mod wire;
 
@@ -124,6 +131,8 @@ pub struct TestClient {
     info: Option<Value>,
     /// The first successful answer to [`TestClient::initialize`].
     initialize: OnceLock<Value>,
+    /// The protocol version `initialize` asks for.
+    protocol: u16,
 }
 
 impl std::fmt::Debug for TestClient {
@@ -146,14 +155,23 @@ impl TestClient {
         TestClientBuilder::default()
     }
 
-    /// Sends `initialize` with protocol version 1 and the configured client capabilities, and
-    /// returns the answer. The builder does this when the client connects, unless told to
+    /// Sends `initialize` with the configured protocol version (1 unless
+    /// [`TestClientBuilder::protocol`] says otherwise) and client capabilities, and returns
+    /// the answer. The builder does this when the client connects, unless told to
     /// [`skip_initialize`](TestClientBuilder::skip_initialize).
     pub async fn initialize(&self) -> Result<Value> {
-        let mut params = json!({"protocolVersion": 1, "clientCapabilities": self.capabilities});
-        if let Some(info) = &self.info {
-            params["clientInfo"] = info.clone();
-        }
+        let params = match self.protocol {
+            #[cfg(feature = "v2")]
+            2 => v2::initialize_params(&self.capabilities, self.info.as_ref()),
+            version => {
+                let mut params =
+                    json!({"protocolVersion": version, "clientCapabilities": self.capabilities});
+                if let Some(info) = &self.info {
+                    params["clientInfo"] = info.clone();
+                }
+                params
+            }
+        };
         let answer = self.request("initialize", params).await?;
         let _ = self.initialize.set(answer.clone());
         Ok(answer)
@@ -164,6 +182,11 @@ impl TestClient {
     pub fn initialize_response(&self) -> &Value {
         static NONE: Value = Value::Null;
         self.initialize.get().unwrap_or(&NONE)
+    }
+
+    /// The protocol version the agent answered `initialize` with (1 before it is answered).
+    pub fn protocol(&self) -> u16 {
+        if self.wire.is_v2() { 2 } else { 1 }
     }
 
     /// The in-memory file system the agent sees (empty if none was configured).
@@ -341,6 +364,15 @@ impl TestClient {
         &self,
         servers: Vec<crate::schema::McpServer>,
     ) -> Result<TestSession<'_>> {
+        let mut servers = json!(servers);
+        if self.wire.is_v2() {
+            // v2 tags every server with its transport, stdio included.
+            for server in servers.as_array_mut().into_iter().flatten() {
+                if server.get("type").is_none() {
+                    server["type"] = "stdio".into();
+                }
+            }
+        }
         let answer = self
             .request("session/new", self.opening(json!({"mcpServers": servers})))
             .await?;

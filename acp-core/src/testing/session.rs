@@ -92,6 +92,7 @@ impl TestSession<'_> {
     /// ```
     pub async fn finish(&self, id: &Value) -> Result<Turn> {
         let (answer, start, end) = self.client.wire.answer_to(id).await?;
+        let (answer, end) = self.ended(answer, end).await?;
         Ok(self.turn(answer, start, end))
     }
 
@@ -105,7 +106,23 @@ impl TestSession<'_> {
                 json!({"sessionId": self.id, "prompt": blocks}),
             )
             .await?;
+        let (answer, end) = self.ended(answer, end).await?;
         Ok(self.turn(answer, start, end))
+    }
+
+    /// How a turn whose `session/prompt` was answered `answer` (at transcript index `at`)
+    /// ended, and where: on v1 that answer; on v2 (where the answer only says the prompt was
+    /// accepted) the `idle` that ends the turn, read as v1's answer.
+    async fn ended(&self, answer: Result<Value>, at: usize) -> Result<(Result<Value>, usize)> {
+        #[cfg(feature = "v2")]
+        if let (true, Ok(accepted)) = (self.client.wire.is_v2(), &answer) {
+            let (idle, end) = self.client.wire.turn_idle_after(&self.id.0, at).await?;
+            return Ok((
+                super::v2::answer_of_idle(&idle, &accepted["messageId"]),
+                end,
+            ));
+        }
+        Ok((answer, at))
     }
 
     /// The turn whose prompt is at transcript index `start` (or later) and whose `answer` is
@@ -161,14 +178,31 @@ impl TestSession<'_> {
             .ok_or_else(|| Error::msg("the update vanished"))
     }
 
-    /// Sets the session's mode (`session/set_mode`).
+    /// Sets the session's mode (`session/set_mode`; on protocol v2, which has no such method,
+    /// `session/set_config_option` on the mode's config option).
     pub async fn set_mode(&self, mode: &str) -> Result<Value> {
+        if self.client.wire.is_v2() {
+            let option = self.mode_option().ok_or_else(|| {
+                Error::msg("the session has no config option of category `mode` to set")
+            })?;
+            return self.set_config_option(&option, mode).await;
+        }
         self.client
             .request(
                 "session/set_mode",
                 json!({"sessionId": self.id, "modeId": mode}),
             )
             .await
+    }
+
+    /// The id of the session's config option of category `mode`, if it has one.
+    fn mode_option(&self) -> Option<String> {
+        use crate::schema::SessionConfigOptionCategory;
+        self.view()
+            .config_options
+            .iter()
+            .find(|o| o.category == Some(SessionConfigOptionCategory::Mode))
+            .map(|o| o.id.0.to_string())
     }
 
     /// Sets a config option (`session/set_config_option`) and returns the agent's answer (every
@@ -187,6 +221,10 @@ impl TestSession<'_> {
         let params = match value {
             Value::Bool(on) => {
                 json!({"sessionId": self.id, "configId": id, "type": "boolean", "value": on})
+            }
+            // v2 tags an id value with its type, as it does a boolean.
+            other if self.client.wire.is_v2() => {
+                json!({"sessionId": self.id, "configId": id, "type": "id", "value": other})
             }
             other => json!({"sessionId": self.id, "configId": id, "value": other}),
         };

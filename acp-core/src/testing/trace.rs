@@ -27,8 +27,11 @@ pub enum Direction {
 pub struct Frame {
     /// Which way it went.
     pub direction: Direction,
-    /// The frame, parsed.
+    /// The frame, parsed, exactly as it was written.
     pub message: Value,
+    /// On a protocol v2 connection, the frame in v1's shape where that differs (see
+    /// [`as_v1`](Self::as_v1)); `Value::Null` for an update v1 has no counterpart of.
+    pub(super) v1: Option<Value>,
 }
 
 impl Frame {
@@ -44,12 +47,25 @@ impl Frame {
             && (self.message.get("result").is_some() || self.message.get("error").is_some())
     }
 
-    /// The `session/update` this frame carries, if it is one.
+    /// The `session/update` this frame carries, if it is one, as a v1 update: on a protocol
+    /// v2 connection, read back in v1's shape (see [`as_v1`](Self::as_v1)); `None` for a v2
+    /// update v1 has no counterpart of (`state_update`, `replay_complete`, a terminal's).
     pub fn session_update(&self) -> Option<schema::SessionNotification> {
         if self.method() != Some("session/update") || self.message.get("id").is_some() {
             return None;
         }
-        serde_json::from_value(self.message.get("params")?.clone()).ok()
+        serde_json::from_value(self.as_v1().get("params")?.clone()).ok()
+    }
+
+    /// The frame as protocol v1 carries the same thing, so that one assertion holds on both
+    /// versions: on a v1 connection, the frame itself; on a v2 connection, updates,
+    /// permission requests and config options read back in v1's shape (a tool call's first
+    /// `tool_call_update` as `tool_call`, `plan_update` as `plan`, a diff's patch as
+    /// `oldText` / `newText`, `configId` as `id`, the permission's `subject` as `toolCall`…),
+    /// and `null` for an update v1 has no counterpart of. [`message`](Self::message) is
+    /// always what was written.
+    pub fn as_v1(&self) -> &Value {
+        self.v1.as_ref().unwrap_or(&self.message)
     }
 }
 
@@ -231,7 +247,8 @@ impl Turn {
         calls
     }
 
-    /// The permission requests the agent made during the turn (their params), in order.
+    /// The permission requests the agent made during the turn (their params, in v1's shape:
+    /// see [`Frame::as_v1`]), in order.
     pub fn permission_requests(&self) -> Vec<&Value> {
         self.frames
             .iter()
@@ -240,7 +257,7 @@ impl Turn {
                     && f.method() == Some("session/request_permission")
                     && f.message["params"]["sessionId"].as_str() == Some(&*self.session.0)
             })
-            .map(|f| &f.message["params"])
+            .map(|f| &f.as_v1()["params"])
             .collect()
     }
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::trace::{Direction, Frame};
 use crate::schema::{
     AvailableCommand, SessionConfigKind, SessionConfigOption, SessionConfigOptionCategory,
-    SessionId, SessionUpdate, UsageUpdate,
+    SessionConfigSelectOptions, SessionId, SessionUpdate, UsageUpdate,
 };
 
 /// A session as the client sees it after the frames so far; see
@@ -53,13 +53,17 @@ impl SessionView {
 
     fn set_options(&mut self, options: Vec<SessionConfigOption>) {
         // The mode option, kept in step with the modes.
-        if let Some(mode) = options.iter().find_map(|o| match (&o.category, &o.kind) {
-            (Some(SessionConfigOptionCategory::Mode), SessionConfigKind::Select(s)) => {
-                Some(s.current_value.0.to_string())
-            }
+        if let Some(select) = options.iter().find_map(|o| match (&o.category, &o.kind) {
+            (Some(SessionConfigOptionCategory::Mode), SessionConfigKind::Select(s)) => Some(s),
             _ => None,
         }) {
-            self.mode = Some(mode);
+            self.mode = Some(select.current_value.0.to_string());
+            // Protocol v2 has no `modes`: the mode option is all there is of them.
+            if let (true, SessionConfigSelectOptions::Ungrouped(all)) =
+                (self.modes.is_empty(), &select.options)
+            {
+                self.modes = all.iter().map(|o| o.value.0.to_string()).collect();
+            }
         }
         self.config_options = options;
     }
@@ -138,7 +142,7 @@ impl Builder {
 
     /// Takes in the next frame of the transcript.
     pub fn feed(&mut self, frame: &Frame) {
-        let message = &frame.message;
+        let message = frame.as_v1();
         match frame.direction {
             Direction::ToAgent => {
                 if let (Some(id), Some(method)) = (message.get("id"), frame.method()) {

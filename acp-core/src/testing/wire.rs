@@ -72,8 +72,12 @@ pub(super) struct Wire {
     deadline: Mutex<Duration>,
     /// What the agent process wrote to stderr (empty in process).
     pub stderr: Arc<Mutex<String>>,
-    /// The agent answered `initialize` with protocol v2: its updates are checked as v2's.
+    /// The agent answered `initialize` with protocol v2: its updates are checked as v2's,
+    /// and read back in v1's shape ([`Frame::as_v1`]).
     v2: AtomicBool,
+    /// On v2, the `(session, tool call)` pairs seen so far (see [`super::v2::as_v1`]).
+    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
+    tool_calls: Mutex<HashSet<(String, String)>>,
 }
 
 impl Wire {
@@ -104,6 +108,7 @@ impl Wire {
             deadline: Mutex::new(deadline),
             stderr,
             v2: AtomicBool::new(false),
+            tool_calls: Mutex::new(HashSet::new()),
         });
         tokio::spawn(write_loop(rx, write, Arc::downgrade(&wire)));
         tokio::spawn(read_loop(read, wire.clone()));
@@ -113,9 +118,17 @@ impl Wire {
     /// Appends a frame to the transcript; `own_answer` marks the answer to one of the client's
     /// own requests, which the read cursor skips.
     fn record(&self, direction: Direction, message: Value, own_answer: bool) -> usize {
+        let v1 = match direction {
+            Direction::FromAgent if self.is_v2() => self.as_v1(&message),
+            _ => None,
+        };
         let index = {
             let mut t = lock(&self.transcript);
-            t.push(Frame { direction, message });
+            t.push(Frame {
+                direction,
+                message,
+                v1,
+            });
             if own_answer {
                 lock(&self.answered).insert(t.len() - 1);
             }
@@ -123,6 +136,21 @@ impl Wire {
         };
         self.changed.notify_waiters();
         index
+    }
+
+    /// Whether the agent answered `initialize` with protocol v2.
+    pub fn is_v2(&self) -> bool {
+        self.v2.load(Ordering::Acquire)
+    }
+
+    #[cfg(feature = "v2")]
+    fn as_v1(&self, message: &Value) -> Option<Value> {
+        super::v2::as_v1(message, &mut lock(&self.tool_calls))
+    }
+
+    #[cfg(not(feature = "v2"))]
+    fn as_v1(&self, _message: &Value) -> Option<Value> {
+        None
     }
 
     fn problem(&self, problem: String) {
@@ -341,6 +369,24 @@ impl Wire {
         Ok((answer_of(&mut message)?, start, index))
     }
 
+    /// Waits (under the deadline) for the `idle` that ends a v2 turn of `session` after
+    /// transcript index `after`; returns it and its index.
+    #[cfg(feature = "v2")]
+    pub async fn turn_idle_after(&self, session: &str, after: usize) -> Result<(Value, usize)> {
+        let what = format!("the `idle` state_update ending the turn of session {session}");
+        let mut from = after + 1;
+        self.poll_until(&what, || {
+            let t = lock(&self.transcript);
+            let found = (from..t.len()).find(|i| {
+                t[*i].direction == Direction::FromAgent
+                    && super::v2::is_turn_idle(&t[*i].message, session)
+            });
+            from = t.len();
+            found.map(|i| (t[i].message.clone(), i))
+        })
+        .await
+    }
+
     /// Waits (under the deadline) until a recorded frame satisfies `pred`; returns it.
     pub async fn wait_for(&self, what: &str, pred: impl Fn(&Frame) -> bool) -> Result<Frame> {
         let mut from = 0;
@@ -471,7 +517,11 @@ async fn received(wire: &Arc<Wire>, line: &[u8]) {
                     "a v2 session/update that does not match the schema ({e}): {message}"
                 ));
             }
-            wire.record(Direction::FromAgent, message, false);
+            let index = wire.record(Direction::FromAgent, message, false);
+            let v1 = lock(&wire.transcript)[index].session_update();
+            if let Some(n) = v1 {
+                fire_cancels(wire, &n.session_id, &n.update);
+            }
         }
         (Some("session/update"), None) => {
             let update = serde_json::from_value::<crate::schema::SessionNotification>(
@@ -497,10 +547,15 @@ async fn received(wire: &Arc<Wire>, line: &[u8]) {
             wire.changed.notify_waiters();
         }
         (Some(method), Some(id)) => {
-            wire.record(Direction::FromAgent, message.clone(), false);
+            let index = wire.record(Direction::FromAgent, message.clone(), false);
             let method = method.to_owned();
             let id = id.clone();
-            let params = message.get("params").cloned().unwrap_or(Value::Null);
+            // The fake editor reads requests in v1's shape, whichever version was negotiated.
+            let params = lock(&wire.transcript)[index]
+                .as_v1()
+                .get("params")
+                .cloned()
+                .unwrap_or(Value::Null);
             let wire = wire.clone();
             tokio::spawn(async move {
                 if let Some(answer) = wire.editor.answer(&method, params).await {
