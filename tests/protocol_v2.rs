@@ -16,7 +16,8 @@ use acp::schema::v2;
 use acp::store::MemoryStore;
 use acp::testing::{Frame, TestClient};
 use common::{
-    Json, Two, connect, kind, new_session, prompt, unread_for, until_idle, update, v2_initialize,
+    Json, Two, connect, kind, new_session, new_session_in, prompt, unread_for, until_idle, update,
+    v2_initialize,
 };
 use serde_json::{Value, json};
 
@@ -336,25 +337,24 @@ async fn without_a_store_the_baseline_session_methods_answer_that_nothing_is_kep
 }
 
 #[tokio::test(start_paused = true)]
-async fn tool_calls_and_terminals_that_advertise_no_cancel_are_not_cancellable() {
+async fn tool_calls_and_terminals_that_cannot_be_cancelled_are_refused() {
     let client = connect().await;
     let session = new_session(&client).await;
-    for (method, params) in [
+    for (method, params, says) in [
         (
             "tool_call/cancel",
             json!({"sessionId": session, "toolCallId": "call_0"}),
+            "not cancellable",
         ),
         (
             "terminal/cancel",
             json!({"sessionId": session, "terminalId": "t"}),
+            "is not running",
         ),
     ] {
         let err = client.request(method, params).await.expect_err(method);
         assert!(err.to_string().contains("-32602"), "{method}: {err}");
-        assert!(
-            err.to_string().contains("not cancellable"),
-            "{method}: {err}"
-        );
+        assert!(err.to_string().contains(says), "{method}: {err}");
     }
     let err = client
         .request(
@@ -380,4 +380,53 @@ async fn v1_methods_that_v2_removed_are_not_found_on_a_v2_connection() {
             .expect_err(method);
         assert!(err.to_string().contains("-32601"), "{method}: {err}");
     }
+}
+
+/// A terminal still running when the turn ends is the idle's background work, and the
+/// client stops it alone with `terminal/cancel` (its process group, not the session).
+#[tokio::test]
+async fn a_terminal_left_running_is_background_work_the_client_can_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = connect().await;
+    let session = new_session_in(&client, dir.path().to_str().unwrap()).await;
+    prompt(&client, &session, "background sleep 30");
+    let (_, frames) = until_idle(&client).await;
+    let updates: Vec<Value> = frames.iter().filter_map(update).collect();
+    let idle = updates.last().unwrap();
+    let background = idle["background"].as_array().expect("a background list");
+    assert_eq!(background.len(), 1, "{idle}");
+    assert_eq!(background[0]["type"], "terminal");
+    let id = background[0]["terminalId"].as_str().unwrap().to_owned();
+    // Its first update advertised that it can be cancelled.
+    assert!(
+        updates
+            .iter()
+            .any(|u| u["sessionUpdate"] == "terminal_update"
+                && u["terminalId"] == id.as_str()
+                && u["capabilities"]["cancel"].is_object()),
+        "{updates:?}"
+    );
+
+    let cancel = json!({"sessionId": session, "terminalId": id});
+    let answer = client.request("terminal/cancel", cancel.clone()).await;
+    assert_eq!(answer.unwrap(), json!({}));
+    let exited = client
+        .wait_for("the cancelled terminal's exit", |f| {
+            update(f).is_some_and(|u| {
+                u["sessionUpdate"] == "terminal_update"
+                    && u["terminalId"] == id.as_str()
+                    && u["exitStatus"].is_object()
+            })
+        })
+        .await
+        .unwrap();
+    let status = &update(&exited).unwrap()["exitStatus"];
+    assert!(status["signal"].is_string(), "{status}");
+    // Gone: not cancellable again, and no longer background work.
+    let err = client.request("terminal/cancel", cancel).await.unwrap_err();
+    assert!(err.to_string().contains("-32602"), "{err}");
+    prompt(&client, &session, "hi");
+    let (_, frames) = until_idle(&client).await;
+    let idle = update(frames.last().unwrap()).unwrap();
+    assert!(idle.get("background").is_none(), "{idle}");
 }

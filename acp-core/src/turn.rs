@@ -21,16 +21,19 @@ use crate::{Error, Result};
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_millis(50);
 
 /// How the end of a turn is told to the client.
-#[derive(Debug)]
 pub(crate) enum Ending<'a> {
     /// Protocol v1: the answer to the turn's `session/prompt` request `id`.
     Answer {
         id: &'a crate::schema::RequestId,
         meta: Option<crate::schema::Meta>,
     },
-    /// Protocol v2: the session's `idle` state update, with the stop reason.
+    /// Protocol v2: the session's `idle` state update, with the stop reason and the ids of
+    /// the session's terminals still running then (its `background`), asked once the turn
+    /// has settled.
     #[cfg(feature = "v2")]
-    Idle,
+    Idle {
+        background: &'a (dyn Fn() -> Vec<String> + Send + Sync),
+    },
 }
 
 /// One prompt turn.
@@ -136,7 +139,9 @@ impl Turn {
         let (bytes, stop) = match ending {
             Ending::Answer { id, meta } => v1::prompt_answer(id, outcome, cancelled, meta),
             #[cfg(feature = "v2")]
-            Ending::Idle => crate::protocol::v2::idle(session, outcome, cancelled),
+            Ending::Idle { background } => {
+                crate::protocol::v2::idle(session, outcome, cancelled, &background())
+            }
         };
         // The stop reason is history's, not something the client is shown again on load:
         // recorded after the answer rather than ahead of it, so that the answer (and a

@@ -23,7 +23,8 @@ impl Json for Frame {
 }
 
 /// A small agent: `stream N` streams N chunks; `write` asks permission through a tool;
-/// `wait` runs until cancelled; `plan` sends a plan; `fail` fails.
+/// `wait` runs until cancelled; `plan` sends a plan; `fail` fails; `run CMD` runs a command
+/// in a tool call; `background CMD` leaves a command running after the turn.
 #[derive(Default)]
 pub struct Two;
 
@@ -59,6 +60,19 @@ impl Two {
                 .await?;
             }
             Some("fail") => return Err(acp::Error::msg("it went wrong")),
+            Some("background") => {
+                // A command left running after the turn, from a handle outside it.
+                let command: Vec<&str> = words.collect();
+                let later = cx.detached();
+                let terminal = later
+                    .terminal()
+                    .create("sh", ["-c", command.join(" ").as_str()])
+                    .await?;
+                tokio::spawn(async move {
+                    let _ = terminal.wait_for_exit().await;
+                });
+                cx.message("started").await?;
+            }
             Some("run") => {
                 let command: Vec<&str> = words.collect();
                 cx.call_tool("run", json!({"command": command.join(" ")}))

@@ -236,6 +236,7 @@ pub(crate) fn idle(
     session: &SessionId,
     outcome: Result<StopReason>,
     cancelled: bool,
+    background: &[String],
 ) -> (Vec<u8>, Option<StopReason>) {
     let (stop, error) = match outcome {
         _ if cancelled => (Some(StopReason::Cancelled), None),
@@ -255,18 +256,29 @@ pub(crate) fn idle(
         }
         (None, None) => {}
     }
+    if !background.is_empty() {
+        update["background"] = background_terminals(background);
+    }
     // An update that cannot be encoded cannot happen here (plain JSON values).
     let bytes = notification(session, &update).unwrap_or_default();
     (bytes, stop)
 }
 
-/// The `idle` `state_update` of a session no turn runs in (a snapshot, no stop reason).
-pub(crate) fn idle_snapshot(session: &SessionId) -> Option<Vec<u8>> {
-    notification(
-        session,
-        &json!({"sessionUpdate": "state_update", "state": "idle"}),
-    )
-    .ok()
+/// The `idle` `state_update` of a session no turn runs in (a snapshot, no stop reason), with
+/// the terminals still running in it.
+pub(crate) fn idle_snapshot(session: &SessionId, background: &[String]) -> Option<Vec<u8>> {
+    let mut update = json!({"sessionUpdate": "state_update", "state": "idle"});
+    if !background.is_empty() {
+        update["background"] = background_terminals(background);
+    }
+    notification(session, &update).ok()
+}
+
+/// A state's `background` list: the terminals `ids`.
+fn background_terminals(ids: &[String]) -> Value {
+    ids.iter()
+        .map(|id| json!({"type": "terminal", "terminalId": id}))
+        .collect()
 }
 
 /// A `terminal_update` of the agent-owned terminal `id` of `session`: what is given of its
@@ -283,6 +295,8 @@ pub(crate) fn terminal_update(
     if let Some((command, cwd)) = started {
         update["command"] = command.into();
         update["cwd"] = cwd.to_string_lossy().into_owned().into();
+        // Any of them can be stopped on its own (`terminal/cancel`).
+        update["capabilities"] = json!({"cancel": {}});
     }
     if let Some(output) = output {
         update["output"] =

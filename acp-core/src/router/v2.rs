@@ -86,44 +86,80 @@ pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
         Route {
             method: schema::v2::AGENT_METHOD_NAMES.tool_call_cancel,
             gate: always,
-            handler: Handler::Inline(not_cancellable),
+            handler: Handler::Inline(tool_call_cancel),
         },
         Route {
             method: schema::v2::AGENT_METHOD_NAMES.terminal_cancel,
             gate: always,
-            handler: Handler::Inline(not_cancellable),
+            handler: Handler::Inline(terminal_cancel),
         },
     ]
 }
 
-/// `tool_call/cancel` and `terminal/cancel`: no tool call or terminal of ours advertises
-/// `capabilities.cancel` (they end with their turn: `session/cancel`), so each is `-32602`,
-/// as v2 says for one that is not cancellable.
-fn not_cancellable<A: Agent>(
+/// What `tool_call/cancel` and `terminal/cancel` name.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Target {
+    session_id: schema::SessionId,
+    tool_call_id: Option<String>,
+    terminal_id: Option<String>,
+}
+
+/// The target of a `method` request, in a session of the connection.
+fn target<A: Agent>(
+    r: &Router<A>,
+    method: &str,
+    raw: Option<&RawValue>,
+) -> Result<(Target, Arc<SessionState>), schema::Error> {
+    let target: Target = params(method, raw)?;
+    match r.conn.sessions.get(&target.session_id) {
+        Some(state) => Ok((target, state)),
+        None => Err(schema::Error::session_not_found(target.session_id)),
+    }
+}
+
+/// `tool_call/cancel`: no tool call of ours advertises `capabilities.cancel` (a tool call
+/// ends with its turn: `session/cancel`), so it is `-32602`, as v2 says for one that is not
+/// cancellable.
+fn tool_call_cancel<A: Agent>(
     r: &Router<A>,
     _id: &RequestId,
     raw: Option<&RawValue>,
 ) -> Result<Vec<u8>, schema::Error> {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Target {
-        session_id: schema::SessionId,
-        tool_call_id: Option<String>,
-        terminal_id: Option<String>,
-    }
-    let target: Target = params("tool_call/cancel", raw)?;
-    if r.conn.sessions.get(&target.session_id).is_none() {
-        return Err(schema::Error::session_not_found(target.session_id));
-    }
-    let what = match (&target.tool_call_id, &target.terminal_id) {
-        (Some(id), _) => format!("tool call `{id}`"),
-        (None, Some(id)) => format!("terminal `{id}`"),
-        (None, None) => "it".to_owned(),
-    };
+    let (target, _) = target(r, "tool_call/cancel", raw)?;
+    let id = target.tool_call_id.unwrap_or_default();
     Err(crate::Error::InvalidParams(format!(
-        "{what} is not cancellable (it does not advertise `capabilities.cancel`); cancel the turn with `session/cancel`"
+        "tool call `{id}` is not cancellable (it does not advertise `capabilities.cancel`); \
+         cancel the turn with `session/cancel`"
     ))
     .to_rpc())
+}
+
+/// `terminal/cancel`: stops one of the session's local terminals (every one advertises
+/// `capabilities.cancel`), its whole process group, gently first, without touching the turn;
+/// its `terminal_update` with the exit status follows. A terminal that is unknown or no
+/// longer runs is `-32602`, as v2 says.
+fn terminal_cancel<A: Agent>(
+    r: &Router<A>,
+    id: &RequestId,
+    raw: Option<&RawValue>,
+) -> Result<Vec<u8>, schema::Error> {
+    let (target, state) = target(r, "terminal/cancel", raw)?;
+    let wanted = target.terminal_id.unwrap_or_default();
+    let Some(terminal) = state
+        .running_terminals()
+        .into_iter()
+        .find(|t| *t.id.0 == *wanted)
+    else {
+        return Err(crate::Error::InvalidParams(format!(
+            "terminal `{wanted}` is not running in session `{}`",
+            state.id
+        ))
+        .to_rpc());
+    };
+    debug!(session = %state.id, terminal = %wanted, "terminal cancelled by the client");
+    terminal.kill();
+    Ok(jsonrpc::encode_result(id, &json!({})))
 }
 
 /// The params of a v2 request of `method` in the v1 shape its handler reads.
@@ -416,7 +452,14 @@ fn prompt<A: Agent>(
             let outcome = super::prompt::run_turn(&*agent, &cx, &turn, command, prompt).await;
             state.save_persisted().await;
             let (frame, ended) = turn
-                .end(&peer, &state.id, turn::Ending::Idle, outcome)
+                .end(
+                    &peer,
+                    &state.id,
+                    turn::Ending::Idle {
+                        background: &|| state.background_terminal_ids(),
+                    },
+                    outcome,
+                )
                 .await;
             state.end_turn();
             lock(&prompts).remove(&id);

@@ -195,6 +195,8 @@ pub(crate) struct SessionState {
     /// The user message id each idempotency key of a prompt was given (v2): a retried prompt
     /// starts no second turn. The latest [`IDEMPOTENCY_KEYS`] keys, oldest first.
     pub idempotency: Mutex<VecDeque<(String, schema::MessageId)>>,
+    /// The session's local terminals (see [`local`](super::local)), while they may run.
+    pub local_terminals: Mutex<Vec<std::sync::Weak<super::local::LocalTerminal>>>,
 }
 
 impl SessionState {
@@ -221,7 +223,35 @@ impl SessionState {
             queue: Arc::default(),
             waiting: Mutex::new(CancellationToken::new()),
             idempotency: Mutex::new(VecDeque::new()),
+            local_terminals: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Remembers a local terminal of the session (forgetting those that are gone).
+    pub fn add_local_terminal(&self, terminal: &Arc<super::local::LocalTerminal>) {
+        let mut all = lock(&self.local_terminals);
+        all.retain(|t| t.upgrade().is_some_and(|t| t.is_running()));
+        all.push(Arc::downgrade(terminal));
+    }
+
+    /// The ids of [`running_terminals`](Self::running_terminals).
+    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
+    pub fn background_terminal_ids(&self) -> Vec<String> {
+        self.running_terminals()
+            .iter()
+            .map(|t| t.id.0.to_string())
+            .collect()
+    }
+
+    /// The session's local terminals whose command still runs: v2's background work once
+    /// the turn that started them ended.
+    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
+    pub fn running_terminals(&self) -> Vec<Arc<super::local::LocalTerminal>> {
+        lock(&self.local_terminals)
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .filter(|t| t.is_running())
+            .collect()
     }
 
     /// Cancels the running turn, if any, and the prompts waiting for their turn.

@@ -125,6 +125,7 @@ impl<'a> Terminals<'a> {
         };
         let observer = self.cx.state.conn.terminal_observer();
         let local = LocalTerminal::spawn(&req, cwd, stop, observer)?;
+        self.cx.state.add_local_terminal(&local);
         // A cancelled turn kills it: the turn's end waits (briefly) for it to be gone, so
         // that what the connection shows of its exit comes before the turn's end.
         if let Some(turn) = &self.cx.turn {

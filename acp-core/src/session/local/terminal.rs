@@ -200,6 +200,11 @@ impl LocalTerminal {
         }
     }
 
+    /// Whether the command still runs (not exited, not released).
+    pub fn is_running(&self) -> bool {
+        self.exit_status().is_none() && !self.released.load(Ordering::Acquire)
+    }
+
     /// Kills the command and its whole process group (if it still runs).
     pub fn kill(&self) {
         self.kill.cancel();
