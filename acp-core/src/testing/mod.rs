@@ -75,8 +75,8 @@
 //! | `session.rs` | [`TestSession`]: prompt turns (awaited, or started and finished), cancellation, waiting for updates |
 //! | `held.rs` | [`HeldRequest`]: an agent request the test answers by hand |
 //! | `editor.rs` | the fake editor: [`MemoryFs`], [`PermissionPolicy`], [`TerminalStub`] |
-//! | `wire.rs` | the pipe loops, transcript and cursor, deadlines, malformed-output checks |
-//! | `trace.rs` | what was seen: [`Frame`], [`Turn`], [`ToolCallTrace`] |
+//! | `wire.rs` | the pipe loops, transcript and cursor, deadlines, reporting malformed output |
+//! | `trace.rs` | what was seen: [`Frame`], [`Turn`], [`ToolCallTrace`]; what makes a frame malformed |
 //! | `v2.rs` | protocol v2 ([`TestClientBuilder::protocol`]): frames read back in v1's shape, a turn's `idle` as its answer |
 //! | `view.rs` | a session as the client sees it: [`SessionView`] (mode, options, commands, title) |
 //! | `tests.rs` | unit tests of the cursor, held requests and output checks |

@@ -261,3 +261,24 @@ impl Turn {
             .collect()
     }
 }
+
+/// What is wrong with a frame the agent wrote, if anything.
+pub(super) fn malformed(message: &Value) -> Option<&'static str> {
+    let Some(obj) = message.as_object() else {
+        return Some("not a JSON object");
+    };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some("`jsonrpc` is not \"2.0\"");
+    }
+    match obj.get("method") {
+        Some(Value::String(_)) => None,
+        Some(_) => Some("`method` is not a string"),
+        None => match (obj.get("id"), obj.get("result"), obj.get("error")) {
+            (None, _, _) => Some("neither a method nor an id"),
+            (Some(_), Some(_), Some(_)) => Some("a response with both `result` and `error`"),
+            (Some(_), None, None) => Some("a response with neither `result` nor `error`"),
+            (Some(_), None, Some(e)) if !e.is_object() => Some("`error` is not an object"),
+            _ => None,
+        },
+    }
+}

@@ -20,7 +20,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::editor::{Editor, lock};
-use super::trace::{Direction, Frame};
+use super::trace::{Direction, Frame, malformed};
 use crate::schema::{SessionId, SessionUpdate};
 use crate::{Error, Result};
 
@@ -577,27 +577,6 @@ async fn received(wire: &Arc<Wire>, line: &[u8]) {
         _ => {
             wire.record(Direction::FromAgent, message, false);
         }
-    }
-}
-
-/// What is wrong with a frame the agent wrote, if anything.
-fn malformed(message: &Value) -> Option<&'static str> {
-    let Some(obj) = message.as_object() else {
-        return Some("not a JSON object");
-    };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Some("`jsonrpc` is not \"2.0\"");
-    }
-    match obj.get("method") {
-        Some(Value::String(_)) => None,
-        Some(_) => Some("`method` is not a string"),
-        None => match (obj.get("id"), obj.get("result"), obj.get("error")) {
-            (None, _, _) => Some("neither a method nor an id"),
-            (Some(_), Some(_), Some(_)) => Some("a response with both `result` and `error`"),
-            (Some(_), None, None) => Some("a response with neither `result` nor `error`"),
-            (Some(_), None, Some(e)) if !e.is_object() => Some("`error` is not an object"),
-            _ => None,
-        },
     }
 }
 
