@@ -28,6 +28,7 @@
 //! | `session` | [`Session`], fs, terminals (the client's, or local: `session/local`), tool-call guards, per-session state, the registry |
 //! | `tools` | tool definitions and output, the tool-call lifecycle, calls by name, schemas |
 //! | `mcp` | the client's MCP servers: connected per session, their tools in the session's table, stopped with it |
+//! | `llm` | a language model in the loop (feature `llm`): providers (OpenAI Chat Completions, Anthropic Messages), streamed; the loop through the session's tool table |
 //! | `agent` | the [`Agent`] trait, [`Prompt`], [`SessionSetup`] |
 //! | `router` | the method tables (v1's, v2's): method → capability gate → inline or spawned → handler; the history methods; v2's prompt lifecycle and agent-owned terminals |
 //! | `serve` | [`Server`] and its limits and store: wiring it all together; shutdown |
@@ -43,6 +44,9 @@ pub mod __private;
 mod agent;
 mod error;
 mod jsonrpc;
+#[cfg(feature = "llm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "llm")))]
+pub mod llm;
 mod mcp;
 mod peer;
 mod protocol;

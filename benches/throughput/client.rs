@@ -352,6 +352,11 @@ impl<R: BufRead, W: Write> Client<R, W> {
                         }
                     }
                     if self.v2 && mode != Mode::Setup {
+                        // The echo of the prompt is a whole message (its content a list, which
+                        // `UpdateParams` does not read): the turn has not shown anything yet.
+                        if is_user_message(&self.line) {
+                            continue;
+                        }
                         let params = msg.params.map_or("null", RawValue::get);
                         if let Ok(p) = serde_json::from_str::<UpdateParams<'_>>(params) {
                             let update = &p.update;

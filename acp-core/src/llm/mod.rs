@@ -1,0 +1,212 @@
+//! A language model in the loop (feature `llm`): the two wire formats that cover nearly every
+//! model, streamed, and the loop that runs a conversation through the session's tool table.
+//!
+//! - [`Provider`]: one model API. [`OpenAi`](openai::OpenAi) speaks OpenAI Chat Completions
+//!   (OpenAI itself and every compatible server: llama.cpp, vLLM, Ollama, LM Studio,
+//!   OpenRouter…), [`Anthropic`](anthropic::Anthropic) the Anthropic Messages API. Each turns
+//!   a [`Request`] into a stream of [`Event`]s: text, reasoning, tool calls (their arguments
+//!   arriving in pieces, several at once), usage, and why the model stopped.
+//! - The loop (`run.rs`): model text streams into message chunks and reasoning into thought
+//!   chunks as they arrive; the model's tool calls run through the session's tool table by
+//!   name; results go back to the model, until it answers.
+//!
+//! Where it sits: above `tools` and `mcp` (it uses the session's tool table), below `agent`;
+//! nothing in the runtime uses it, only authors and examples.
+//!
+//! | file | owns |
+//! | --- | --- |
+//! | `mod.rs` | the provider-neutral types: [`Message`], [`Part`], [`ToolSpec`], [`Request`], [`Event`], [`Usage`], [`Stop`]; the [`Provider`] trait |
+//! | `http.rs` | POSTing a request and reading its server-sent events; provider errors, retries with backoff |
+//! | `openai.rs` | OpenAI Chat Completions: the request body, the stream's chunks as [`Event`]s |
+//! | `anthropic.rs` | Anthropic Messages: the request body, the stream's events as [`Event`]s |
+
+use std::pin::Pin;
+
+use futures_util::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Result;
+
+/// Who wrote a [`Message`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The user, and the results of tools the model called (Anthropic's convention: an
+    /// OpenAI request carries each [`Part::ToolResult`] as a `tool` message of its own).
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// One piece of a [`Message`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Part {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// The model's reasoning ("thinking"), kept so that a provider that signs it gets it back.
+    Reasoning {
+        /// The reasoning text.
+        text: String,
+        /// The provider's signature of it (Anthropic's `signature`), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// A tool the model called.
+    ToolCall {
+        /// The provider's id of the call, which its result names.
+        id: String,
+        /// The tool's name.
+        name: String,
+        /// Its arguments (a JSON object).
+        arguments: Value,
+    },
+    /// What a tool call returned.
+    ToolResult {
+        /// The id of the [`Part::ToolCall`] it answers.
+        id: String,
+        /// The result, as text.
+        content: String,
+        /// Whether the tool failed (the text then says why).
+        #[serde(default)]
+        is_error: bool,
+    },
+}
+
+/// One message of a conversation, whatever the provider.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who wrote it.
+    pub role: Role,
+    /// What it says, in order.
+    pub content: Vec<Part>,
+}
+
+impl Message {
+    /// A user message of plain text.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message {
+            role: Role::User,
+            content: vec![Part::Text { text: text.into() }],
+        }
+    }
+
+    /// An assistant message of plain text.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Message {
+            role: Role::Assistant,
+            content: vec![Part::Text { text: text.into() }],
+        }
+    }
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Its name, as the model calls it.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments (an object).
+    pub parameters: Value,
+}
+
+/// One call of a model: what is sent.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The model's name, e.g. `gpt-4.1` or `claude-sonnet-4-5`.
+    pub model: &'a str,
+    /// The system prompt, if any.
+    pub system: Option<&'a str>,
+    /// The conversation so far, oldest first.
+    pub messages: &'a [Message],
+    /// The tools the model may call (none: it can only answer).
+    pub tools: &'a [ToolSpec],
+    /// The most tokens the answer may have (a provider default when `None`; Anthropic
+    /// requires one, and its client fills in a default).
+    pub max_tokens: Option<u32>,
+}
+
+/// Tokens one model call used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens read (the prompt, the conversation, the tools), cached ones included.
+    pub input_tokens: u64,
+    /// Tokens written (the answer, reasoning included).
+    pub output_tokens: u64,
+    /// Of the input, tokens read from the provider's cache, if it says.
+    pub cached_input_tokens: Option<u64>,
+    /// Of the output, reasoning tokens, if it says.
+    pub reasoning_tokens: Option<u64>,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Stop {
+    /// It answered.
+    EndTurn,
+    /// It wants the tools it called to run.
+    ToolUse,
+    /// It reached `max_tokens`.
+    MaxTokens,
+    /// It refused.
+    Refusal,
+    /// Another reason, as the provider named it.
+    Other(String),
+}
+
+/// One event of a streamed model call, in the order the model produced it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// More of the answer's text.
+    Text(String),
+    /// More of the model's reasoning.
+    Reasoning(String),
+    /// The signature of the reasoning so far (Anthropic), to send back with it.
+    ReasoningSignature(String),
+    /// The model started a tool call: `index` tells its later [`Event::ToolCallArguments`]
+    /// apart from those of other calls of the same answer.
+    ToolCallStart {
+        /// The call's position among this answer's tool calls.
+        index: usize,
+        /// The provider's id of the call.
+        id: String,
+        /// The tool's name.
+        name: String,
+    },
+    /// More of a started tool call's JSON arguments (pieces of one JSON text, in order).
+    ToolCallArguments {
+        /// The call's position, as in its [`Event::ToolCallStart`].
+        index: usize,
+        /// The next piece.
+        delta: String,
+    },
+    /// Tokens used so far by this call (the latest one counts).
+    Usage(Usage),
+    /// The model stopped; nothing follows.
+    Stop(Stop),
+}
+
+/// The events of one model call.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event>> + Send>>;
+
+/// A model API: turns a [`Request`] into a stream of [`Event`]s.
+///
+/// Dropping the stream drops the HTTP request (a cancelled turn stops paying for tokens at
+/// once). Errors say what went wrong in words a user can act on (a missing or refused key, a
+/// rate limit, the provider down, a stream cut mid-way), never with the key in them.
+pub trait Provider: Send + Sync + 'static {
+    /// Starts one streamed call: resolves once the provider accepted it (after retries where
+    /// the provider asked for them), with its events.
+    fn stream<'a>(
+        &'a self,
+        request: Request<'a>,
+    ) -> Pin<Box<dyn Future<Output = Result<EventStream>> + Send + 'a>>;
+}
