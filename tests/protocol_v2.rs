@@ -430,3 +430,28 @@ async fn a_terminal_left_running_is_background_work_the_client_can_cancel() {
     let idle = update(frames.last().unwrap()).unwrap();
     assert!(idle.get("background").is_none(), "{idle}");
 }
+
+/// The tokens a turn reports are added up and told with its end, on both versions.
+#[tokio::test]
+async fn tokens_a_turn_reports_are_added_up_in_the_v1_answer_and_the_v2_idle() {
+    for protocol in [1, 2] {
+        let client = TestClient::builder()
+            .protocol(protocol)
+            .connect(Two)
+            .await
+            .unwrap();
+        let session = client.new_session().await.unwrap();
+        let turn = session.prompt("usage").await.unwrap();
+        assert_eq!(
+            turn.answer().unwrap()["usage"],
+            json!({"totalTokens": 45, "inputTokens": 30, "outputTokens": 15, "thoughtTokens": 4}),
+            "protocol {protocol}"
+        );
+        // A turn that reports none says nothing of it.
+        let turn = session.prompt("hi").await.unwrap();
+        assert!(
+            turn.answer().unwrap().get("usage").is_none(),
+            "protocol {protocol}"
+        );
+    }
+}

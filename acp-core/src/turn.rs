@@ -14,7 +14,7 @@ use tracing::debug;
 
 use crate::peer::{Frame, Peer, Sequence, turn_ended};
 use crate::protocol::{account, v1};
-use crate::schema::{SessionId, StopReason, ToolCallId};
+use crate::schema::{SessionId, StopReason, ToolCallId, Usage};
 use crate::{Error, Result};
 
 /// How long a cancelled turn may keep running to wind down before it is dropped.
@@ -49,6 +49,9 @@ pub(crate) struct Turn {
     /// What a cancelled turn waits for (at most [`CANCEL_GRACE`]) before it ends: commands it
     /// started, killed with it, whose exit the client is shown.
     settling: Mutex<Settling>,
+    /// The tokens the turn reported ([`Session::token_usage`](crate::Session::token_usage)),
+    /// added up.
+    usage: Mutex<Option<Usage>>,
 }
 
 /// The futures of [`Turn::settle_before_end`].
@@ -70,6 +73,7 @@ impl Turn {
             sequence: Arc::default(),
             open_tool_calls: Mutex::new(Vec::new()),
             settling: Mutex::default(),
+            usage: Mutex::default(),
         }
     }
 
@@ -101,6 +105,28 @@ impl Turn {
     /// Records a tool call as finished.
     pub fn finished(&self, call: &ToolCallId) {
         self.open().retain(|id| id != call);
+    }
+
+    /// Adds `more` to the tokens the turn used.
+    pub fn add_usage(&self, more: Usage) {
+        let mut usage = self.usage.lock().unwrap_or_else(|e| e.into_inner());
+        *usage = Some(match usage.take() {
+            None => more,
+            Some(sum) => {
+                let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+                    (None, None) => None,
+                    (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+                };
+                Usage::new(
+                    sum.total_tokens.saturating_add(more.total_tokens),
+                    sum.input_tokens.saturating_add(more.input_tokens),
+                    sum.output_tokens.saturating_add(more.output_tokens),
+                )
+                .thought_tokens(add(sum.thought_tokens, more.thought_tokens))
+                .cached_read_tokens(add(sum.cached_read_tokens, more.cached_read_tokens))
+                .cached_write_tokens(add(sum.cached_write_tokens, more.cached_write_tokens))
+            }
+        });
     }
 
     /// Ends the turn: fails every tool call still open (before the answer), refuses further
@@ -136,11 +162,12 @@ impl Turn {
         }
         self.closing.store(true, Ordering::Release);
         debug!(cancelled, ok = outcome.is_ok(), "turn finished");
+        let usage = self.usage.lock().unwrap_or_else(|e| e.into_inner()).take();
         let (bytes, stop) = match ending {
-            Ending::Answer { id, meta } => v1::prompt_answer(id, outcome, cancelled, meta),
+            Ending::Answer { id, meta } => v1::prompt_answer(id, outcome, cancelled, meta, usage),
             #[cfg(feature = "v2")]
             Ending::Idle { background } => {
-                crate::protocol::v2::idle(session, outcome, cancelled, &background())
+                crate::protocol::v2::idle(session, outcome, cancelled, &background(), usage)
             }
         };
         // The stop reason is history's, not something the client is shown again on load:

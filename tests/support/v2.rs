@@ -24,7 +24,8 @@ impl Json for Frame {
 
 /// A small agent: `stream N` streams N chunks; `write` asks permission through a tool;
 /// `wait` runs until cancelled; `plan` sends a plan; `fail` fails; `run CMD` runs a command
-/// in a tool call; `background CMD` leaves a command running after the turn.
+/// in a tool call; `background CMD` leaves a command running after the turn; `usage`
+/// reports tokens.
 #[derive(Default)]
 pub struct Two;
 
@@ -72,6 +73,11 @@ impl Two {
                     let _ = terminal.wait_for_exit().await;
                 });
                 cx.message("started").await?;
+            }
+            Some("usage") => {
+                // Two model calls' tokens, added up by the runtime.
+                cx.token_usage(acp::schema::Usage::new(15, 10, 5));
+                cx.token_usage(acp::schema::Usage::new(30, 20, 10).thought_tokens(4));
             }
             Some("run") => {
                 let command: Vec<&str> = words.collect();

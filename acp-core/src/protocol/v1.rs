@@ -74,6 +74,7 @@ pub(crate) fn prompt_answer(
     outcome: Result<StopReason>,
     cancelled: bool,
     meta: Option<crate::schema::Meta>,
+    usage: Option<crate::schema::Usage>,
 ) -> (Vec<u8>, Option<StopReason>) {
     let stop = match outcome {
         _ if cancelled => StopReason::Cancelled,
@@ -85,7 +86,7 @@ pub(crate) fn prompt_answer(
         }
     };
     (
-        jsonrpc::encode_result(id, &PromptResponse::new(stop).meta(meta)),
+        jsonrpc::encode_result(id, &PromptResponse::new(stop).meta(meta).usage(usage)),
         Some(stop),
     )
 }

@@ -237,6 +237,7 @@ pub(crate) fn idle(
     outcome: Result<StopReason>,
     cancelled: bool,
     background: &[String],
+    usage: Option<crate::schema::Usage>,
 ) -> (Vec<u8>, Option<StopReason>) {
     let (stop, error) = match outcome {
         _ if cancelled => (Some(StopReason::Cancelled), None),
@@ -258,6 +259,10 @@ pub(crate) fn idle(
     }
     if !background.is_empty() {
         update["background"] = background_terminals(background);
+    }
+    // v2's `Usage` has v1's fields.
+    if let (Some(_), Some(usage)) = (&stop, usage) {
+        update["usage"] = serde_json::to_value(usage).unwrap_or_default();
     }
     // An update that cannot be encoded cannot happen here (plain JSON values).
     let bytes = notification(session, &update).unwrap_or_default();

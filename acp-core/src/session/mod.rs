@@ -164,6 +164,23 @@ impl Session {
         self.update(SessionUpdate::UsageUpdate(usage)).await
     }
 
+    /// Reports tokens the turn used (e.g. one model call's): added up over the turn and told
+    /// to the client when the turn ends, as the `usage` of v1's answer to `session/prompt` and
+    /// of v2's `idle` (both unstable: the end-turn token usage RFD). Outside a turn (a
+    /// [`detached`](Session::detached) handle) it is not told anywhere.
+    ///
+    /// ```no_run
+    /// # fn turn(cx: &acp_core::Session) {
+    /// use acp_core::schema::Usage;
+    /// cx.token_usage(Usage::new(1_250, 1_000, 250)); // total, input, output
+    /// # }
+    /// ```
+    pub fn token_usage(&self, usage: crate::schema::Usage) {
+        if let Some(turn) = &self.turn {
+            turn.add_usage(usage);
+        }
+    }
+
     /// Starts a new message: the next [`message`](Session::message) (or
     /// [`thought`](Session::thought)) chunk gets a new `messageId`. Chunks are grouped into
     /// messages on their own (a run of chunks of one kind is one message); call this between

@@ -125,7 +125,7 @@ fn state_updates_and_the_prompt_answer_read_as_v2() {
         (Ok(StopReason::EndTurn), true, "cancelled"),
         (Err(Error::msg("boom")), false, "error"),
     ] {
-        let (bytes, _) = idle(&session, outcome, cancelled, &[]);
+        let (bytes, _) = idle(&session, outcome, cancelled, &[], None);
         let frame: Value = serde_json::from_slice(&bytes).unwrap();
         let update = &frame["params"]["update"];
         assert_eq!(update["stopReason"], stop, "{update}");
