@@ -210,3 +210,13 @@ pub trait Provider: Send + Sync + 'static {
         request: Request<'a>,
     ) -> Pin<Box<dyn Future<Output = Result<EventStream>> + Send + 'a>>;
 }
+
+pub mod anthropic;
+mod env;
+mod http;
+pub mod openai;
+
+pub use anthropic::Anthropic;
+pub use env::{MODEL_VAR, PROVIDER_VAR, from_env};
+pub use http::Retry;
+pub use openai::OpenAi;
