@@ -148,7 +148,9 @@ fn message(message: &Message) -> Value {
             Part::Reasoning {
                 text,
                 signature: Some(signature),
-            } => content.push(json!({"type": "thinking", "thinking": text, "signature": signature})),
+            } => {
+                content.push(json!({"type": "thinking", "thinking": text, "signature": signature}))
+            }
             Part::Reasoning { .. } => {}
             Part::ToolCall {
                 id,
@@ -304,8 +306,7 @@ impl Events {
             n("cache_creation_input_tokens"),
         );
         if input.is_some() || read.is_some() || written.is_some() {
-            self.usage.input_tokens =
-                input.unwrap_or(0) + read.unwrap_or(0) + written.unwrap_or(0);
+            self.usage.input_tokens = input.unwrap_or(0) + read.unwrap_or(0) + written.unwrap_or(0);
             self.usage.cached_input_tokens = read.or(self.usage.cached_input_tokens);
         }
         if let Some(output) = n("output_tokens") {

@@ -152,7 +152,9 @@ impl Http {
     ) -> Result<Self> {
         let base_url = base_url.into().trim_end_matches('/').to_owned();
         reqwest::Url::parse(&base_url).map_err(|e| {
-            Error::msg(format!("the {provider} base URL `{base_url}` is not valid: {e}"))
+            Error::msg(format!(
+                "the {provider} base URL `{base_url}` is not valid: {e}"
+            ))
         })?;
         let client = Client::builder()
             .connect_timeout(Duration::from_secs(30))
@@ -215,9 +217,7 @@ impl Http {
                     tokio::time::sleep(wait).await;
                 }
                 Failure::Retry(message, _) if retries > 0 => {
-                    return Err(self.error(format!(
-                        "{message} (gave up after {retries} retries)"
-                    )));
+                    return Err(self.error(format!("{message} (gave up after {retries} retries)")));
                 }
                 Failure::Retry(message, _) | Failure::Fatal(message) => {
                     return Err(self.error(message));
@@ -244,7 +244,11 @@ impl Http {
             .await
             .map_err(|e| self.request_failure(e))?;
         let status = response.status();
-        debug!(provider = self.provider, status = status.as_u16(), "answered");
+        debug!(
+            provider = self.provider,
+            status = status.as_u16(),
+            "answered"
+        );
         if !status.is_success() {
             return Err(self.status_failure(response).await);
         }
@@ -303,7 +307,12 @@ impl Http {
 
     /// An error status, in words.
     async fn status_failure(&self, response: Response) -> Failure {
-        let status = response.status();
+        let code = response.status().as_u16();
+        let status = match (response.status().canonical_reason(), code) {
+            (Some(reason), _) => format!("{code} {reason}"),
+            (None, 529) => "529 Overloaded".to_owned(),
+            (None, _) => code.to_string(),
+        };
         let after = retry_after(response.headers());
         let message = error_message(&read_body(response).await);
         let provider = self.provider;
@@ -312,15 +321,20 @@ impl Http {
         } else {
             format!(": {message}")
         };
-        match status.as_u16() {
+        match code {
             401 | 403 => {
                 let hint = match self.key {
                     Some(_) => format!("check the API key in {}", self.key_var),
                     None => format!("no API key was sent: set {}", self.key_var),
                 };
-                Failure::Fatal(format!("{provider} refused the API key ({status}{said}); {hint}"))
+                Failure::Fatal(format!(
+                    "{provider} refused the API key ({status}{said}); {hint}"
+                ))
             }
-            429 => Failure::Retry(format!("{provider} rate-limited the request ({status}{said})"), after),
+            429 => Failure::Retry(
+                format!("{provider} rate-limited the request ({status}{said})"),
+                after,
+            ),
             500 | 502 | 503 | 504 | 529 => Failure::Retry(
                 format!("{provider} is unavailable or overloaded ({status}{said})"),
                 after,

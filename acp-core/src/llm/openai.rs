@@ -217,7 +217,9 @@ impl Decoder for Chunks {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
                 .unwrap_or_else(|| error.to_string());
-            return Err(DecodeError::fatal(format!("{NAME} reported an error: {message}")));
+            return Err(DecodeError::fatal(format!(
+                "{NAME} reported an error: {message}"
+            )));
         }
         let choice = chunk.pointer("/choices/0");
         if let Some(delta) = choice.and_then(|c| c.get("delta")) {

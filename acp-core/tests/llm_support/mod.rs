@@ -146,7 +146,8 @@ impl Server {
         self.requests.lock().unwrap().clone()
     }
 
-    /// When a held stream's client closed the connection (waits at most 5 s).
+    /// When a client closed the connection while its stream was being sent or held (waits
+    /// at most 5 s).
     pub async fn eof(&mut self) -> Instant {
         tokio::time::timeout(Duration::from_secs(5), self.eof.recv())
             .await
@@ -193,6 +194,8 @@ async fn serve(
                 chunk.extend_from_slice(&piece);
                 chunk.extend_from_slice(b"\r\n");
                 if socket.write_all(&chunk).await.is_err() {
+                    // The client closed the connection.
+                    let _ = eof.send(Instant::now());
                     return;
                 }
                 let _ = socket.flush().await;
