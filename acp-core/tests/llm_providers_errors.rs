@@ -48,7 +48,8 @@ async fn a_429_with_retry_after_is_retried_after_that_wait() {
     ])
     .await;
     let messages = [Message::user("hi")];
-    let model = openai(&server, Some("sk-proj-test"));
+    // Backoff alone would wait 50 ms: the second request comes after the 1 s asked for.
+    let model = openai(&server, Some("sk-proj-test")).with_retry(fast_retry());
     let (events, error) = collect(model.stream(request(&messages)).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
     assert_eq!(events.last(), Some(&Event::Stop(Stop::EndTurn)));
