@@ -17,8 +17,8 @@ pub const PROVIDER_VAR: &str = "ACP_PROVIDER";
 ///
 /// The rule:
 /// 1. `ACP_PROVIDER=openai` or `ACP_PROVIDER=anthropic` decides, when set.
-/// 2. Else Anthropic when `ANTHROPIC_API_KEY` or `ANTHROPIC_BASE_URL` is set and neither
-///    `OPENAI_API_KEY` nor `OPENAI_BASE_URL` is.
+/// 2. Else Anthropic ([`Anthropic::from_env`]) when `ANTHROPIC_API_KEY` or
+///    `ANTHROPIC_BASE_URL` is set and neither `OPENAI_API_KEY` nor `OPENAI_BASE_URL` is.
 /// 3. Else an OpenAI-compatible API ([`OpenAi::from_env`]: `OPENAI_BASE_URL`, default
 ///    OpenAI's own; `OPENAI_API_KEY`, optional for local servers).
 ///
@@ -33,26 +33,61 @@ pub const PROVIDER_VAR: &str = "ACP_PROVIDER";
 /// # Ok(()) }
 /// ```
 pub fn from_env() -> Result<(Arc<dyn Provider>, Option<String>)> {
-    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.is_empty());
-    let anthropic = match std::env::var(PROVIDER_VAR).unwrap_or_default().as_str() {
-        "" => {
-            (set(anthropic::API_KEY_VAR) || set(anthropic::BASE_URL_VAR))
-                && !set(openai::API_KEY_VAR)
-                && !set(openai::BASE_URL_VAR)
-        }
-        "anthropic" => true,
-        "openai" => false,
-        other => {
-            return Err(Error::msg(format!(
-                "{PROVIDER_VAR}=`{other}` names no provider: write `openai` or `anthropic`"
-            )));
-        }
-    };
-    let provider: Arc<dyn Provider> = if anthropic {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let provider: Arc<dyn Provider> = if is_anthropic(var)? {
         Arc::new(Anthropic::from_env()?)
     } else {
         Arc::new(OpenAi::from_env()?)
     };
-    let model = std::env::var(MODEL_VAR).ok().filter(|m| !m.is_empty());
-    Ok((provider, model))
+    Ok((provider, var(MODEL_VAR)))
+}
+
+/// The rule of [`from_env`], on the variables `var` reads (empty ones as `None`).
+fn is_anthropic(var: impl Fn(&str) -> Option<String>) -> Result<bool> {
+    match var(PROVIDER_VAR).as_deref() {
+        None => Ok((var(anthropic::API_KEY_VAR).is_some()
+            || var(anthropic::BASE_URL_VAR).is_some())
+            && var(openai::API_KEY_VAR).is_none()
+            && var(openai::BASE_URL_VAR).is_none()),
+        Some("anthropic") => Ok(true),
+        Some("openai") => Ok(false),
+        Some(other) => Err(Error::msg(format!(
+            "{PROVIDER_VAR}=`{other}` names no provider: write `openai` or `anthropic`"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(vars: &[(&str, &str)]) -> Result<bool> {
+        is_anthropic(|name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn the_environment_picks_the_provider() {
+        assert!(!rule(&[]).unwrap(), "nothing set: OpenAI's API");
+        assert!(rule(&[("ANTHROPIC_API_KEY", "sk-ant")]).unwrap());
+        assert!(rule(&[("ANTHROPIC_BASE_URL", "http://127.0.0.1:8080")]).unwrap());
+        assert!(!rule(&[("ANTHROPIC_API_KEY", "sk-ant"), ("OPENAI_API_KEY", "sk")]).unwrap());
+        assert!(
+            !rule(&[
+                ("ANTHROPIC_API_KEY", "sk-ant"),
+                ("OPENAI_BASE_URL", "http://x/v1")
+            ])
+            .unwrap()
+        );
+        assert!(rule(&[("ACP_PROVIDER", "anthropic"), ("OPENAI_API_KEY", "sk")]).unwrap());
+        assert!(!rule(&[("ACP_PROVIDER", "openai"), ("ANTHROPIC_API_KEY", "sk-ant")]).unwrap());
+        let error = rule(&[("ACP_PROVIDER", "gemini")]).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "ACP_PROVIDER=`gemini` names no provider: write `openai` or `anthropic`"
+        );
+    }
 }
