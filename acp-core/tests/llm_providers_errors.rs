@@ -227,6 +227,25 @@ async fn a_rejected_request_quotes_the_providers_message_and_is_not_retried() {
 }
 
 #[tokio::test]
+async fn a_json_answer_instead_of_a_stream_quotes_its_message() {
+    let server = Server::start(vec![Reply::status(
+        200,
+        r#"{"error":{"message":"streaming is not supported"}}"#,
+    )])
+    .await;
+    let error = openai(&server, None)
+        .stream(request(MESSAGES))
+        .await
+        .err()
+        .expect("no stream")
+        .to_string();
+    assert_eq!(
+        error,
+        "OpenAI answered with JSON, not an event stream: streaming is not supported"
+    );
+}
+
+#[tokio::test]
 async fn a_refused_connection_names_the_base_url() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}/v1", listener.local_addr().unwrap());
