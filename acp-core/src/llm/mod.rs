@@ -1,9 +1,9 @@
 //! A language model in the loop (feature `llm`): the two wire formats that cover nearly every
 //! model, streamed, and the loop that runs a conversation through the session's tool table.
 //!
-//! - [`Provider`]: one model API. [`OpenAi`](openai::OpenAi) speaks OpenAI Chat Completions
+//! - [`Provider`]: one model API. [`OpenAi`] speaks OpenAI Chat Completions
 //!   (OpenAI itself and every compatible server: llama.cpp, vLLM, Ollama, LM Studio,
-//!   OpenRouter…), [`Anthropic`](anthropic::Anthropic) the Anthropic Messages API. Each turns
+//!   OpenRouter…), [`Anthropic`] the Anthropic Messages API. Each turns
 //!   a [`Request`] into a stream of [`Event`]s: text, reasoning, tool calls (their arguments
 //!   arriving in pieces, several at once), usage, and why the model stopped.
 //! - The loop (`run.rs`): model text streams into message chunks and reasoning into thought
@@ -210,3 +210,13 @@ pub trait Provider: Send + Sync + 'static {
         request: Request<'a>,
     ) -> Pin<Box<dyn Future<Output = Result<EventStream>> + Send + 'a>>;
 }
+
+pub mod anthropic;
+mod env;
+mod http;
+pub mod openai;
+
+pub use anthropic::Anthropic;
+pub use env::{MODEL_VAR, PROVIDER_VAR, from_env};
+pub use http::Retry;
+pub use openai::OpenAi;

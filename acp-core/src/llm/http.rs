@@ -1,0 +1,516 @@
+//! POSTing a model request and reading its server-sent events, for both providers.
+//!
+//! Owns: the HTTP client of a provider ([`Http`]: its base URL, its API key, kept out of every
+//! message, log line and `Debug` output), the provider errors in words a user can act on (a
+//! refused key names the variable that holds it; a rejected request quotes the provider's own
+//! message; a refused connection names the base URL; a stream cut before the model finished
+//! says so), and the retries ([`Retry`]): `429`, `500`, `502`, `503`, `504`, `529`, and an
+//! error event the provider marks as passing (Anthropic's `overloaded_error`), honouring
+//! `retry-after`, else backing off by doubling — only before the model produced anything, so
+//! a retried call never repeats what the caller already received.
+//!
+//! The wire format of each provider is a [`Decoder`] (`openai.rs`, `anthropic.rs`): it turns
+//! each server-sent event into [`Event`]s.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Client, Response};
+use sse_stream::{Sse, SseStream};
+use tracing::{debug, warn};
+
+use super::{Event, EventStream};
+use crate::{Error, Result};
+
+/// How a provider retries a call the provider says may pass later (a rate limit, an
+/// overloaded or unavailable server).
+///
+/// A call is retried only before the model produced anything: once its first text, reasoning
+/// or tool call was read, an error ends the stream. The wait is the provider's `retry-after`
+/// (or `retry-after-ms`) when it sends one, else `initial_backoff`, doubled at each retry;
+/// never more than `max_wait`.
+///
+/// ```
+/// use std::time::Duration;
+/// use acp_core::llm::Retry;
+///
+/// let patient = Retry { max_retries: 5, ..Retry::default() };
+/// assert_eq!(patient.initial_backoff, Duration::from_secs(1));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    /// Retries after the first attempt (`0`: never retry). Default 3.
+    pub max_retries: u32,
+    /// The first wait when the provider does not say how long (doubled at each retry).
+    /// Default 1 s.
+    pub initial_backoff: Duration,
+    /// The longest wait, whatever the provider asks. Default 30 s.
+    pub max_wait: Duration,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry {
+            max_retries: 3,
+            initial_backoff: Duration::from_secs(1),
+            max_wait: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What a [`Decoder`] found wrong in an event.
+#[derive(Debug)]
+pub(crate) struct DecodeError {
+    /// What to tell the user (the key is scrubbed from it before it is shown).
+    pub(crate) message: String,
+    /// Whether the provider says the call may pass if made again.
+    pub(crate) retryable: bool,
+}
+
+impl DecodeError {
+    /// An error that retrying will not fix.
+    pub(crate) fn fatal(message: impl Into<String>) -> Self {
+        DecodeError {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+
+    /// An event whose data is not what the format says, quoting the start of it.
+    pub(crate) fn malformed(provider: &str, data: &str, why: impl std::fmt::Display) -> Self {
+        DecodeError::fatal(format!(
+            "{provider} sent a malformed event ({why}): `{}`",
+            excerpt(data, 120)
+        ))
+    }
+}
+
+/// One provider's stream format: server-sent events in, [`Event`]s out.
+pub(crate) trait Decoder: Default + Send + 'static {
+    /// Decodes one server-sent event into `out`; `Ok(true)` when the call is finished (its
+    /// [`Event::Stop`] pushed): nothing more is read.
+    fn event(&mut self, sse: Sse, out: &mut VecDeque<Event>) -> Result<bool, DecodeError>;
+
+    /// The body ended without the event that finishes the call: pushes what the model did
+    /// finish (a stop it already announced), or fails with [`cut`].
+    fn end(&mut self, out: &mut VecDeque<Event>) -> Result<(), DecodeError>;
+}
+
+/// The error of a stream that ended before the model finished.
+pub(crate) fn cut() -> DecodeError {
+    DecodeError::fatal("the model's stream ended before it finished")
+}
+
+/// The HTTP side of one provider: where it is, its key, how it retries.
+#[derive(Clone)]
+pub(crate) struct Http {
+    client: Client,
+    /// The base URL, without a trailing `/`.
+    base_url: String,
+    /// The provider's name, for messages: `OpenAI`, `Anthropic`.
+    provider: &'static str,
+    /// The environment variable that holds the key, for messages.
+    key_var: &'static str,
+    key: Option<String>,
+    pub(crate) retry: Retry,
+}
+
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.key.as_ref().map(|_| "[redacted]"))
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+/// At most this much of an error answer's body is read.
+const ERROR_BODY: usize = 16 * 1024;
+
+/// The events of a response body, parsed.
+type SseEvents = BoxStream<'static, Result<Sse, sse_stream::Error>>;
+
+/// Why one attempt failed.
+enum Failure {
+    /// Retrying may pass: after the provider's `retry-after`, if it said.
+    Retry(String, Option<Duration>),
+    /// Retrying will not help.
+    Fatal(String),
+}
+
+impl Http {
+    /// A client for `base_url`; `key` is the API key, `key_var` the variable that holds it.
+    pub(crate) fn new(
+        provider: &'static str,
+        base_url: impl Into<String>,
+        key_var: &'static str,
+        key: Option<String>,
+    ) -> Result<Self> {
+        let base_url = base_url.into().trim_end_matches('/').to_owned();
+        reqwest::Url::parse(&base_url).map_err(|e| {
+            Error::msg(format!(
+                "the {provider} base URL `{base_url}` is not valid: {e}"
+            ))
+        })?;
+        let client = Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|e| Error::msg(format!("could not create the HTTP client: {}", chain(&e))))?;
+        Ok(Http {
+            client,
+            base_url,
+            provider,
+            key_var,
+            key: key.filter(|k| !k.is_empty()),
+            retry: Retry::default(),
+        })
+    }
+
+    /// The API key, if one is set.
+    pub(crate) fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// A header value holding a secret: marked sensitive, so that no `Debug` shows it.
+    pub(crate) fn secret(value: &str) -> Result<HeaderValue> {
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| Error::msg("the API key contains characters a header cannot carry"))?;
+        value.set_sensitive(true);
+        Ok(value)
+    }
+
+    /// POSTs `body` (JSON) to `{base_url}{path}` and streams the answer's events through a
+    /// `D`, retrying as [`Retry`] says. Resolves once the model produced its first text,
+    /// reasoning, tool call or stop (so that a failure before it can still be retried).
+    pub(crate) async fn stream<D: Decoder>(
+        &self,
+        path: &str,
+        headers: HeaderMap,
+        body: Vec<u8>,
+    ) -> Result<EventStream> {
+        let url = format!("{}{path}", self.base_url);
+        let mut retries = 0;
+        loop {
+            let failure = match self.attempt::<D>(&url, &headers, &body).await {
+                Ok(events) => return Ok(events),
+                Err(failure) => failure,
+            };
+            match failure {
+                Failure::Retry(message, after) if retries < self.retry.max_retries => {
+                    let backoff = self
+                        .retry
+                        .initial_backoff
+                        .saturating_mul(1 << retries.min(16));
+                    let wait = after.unwrap_or(backoff).min(self.retry.max_wait);
+                    retries += 1;
+                    warn!(
+                        provider = self.provider,
+                        retry = retries,
+                        wait_ms = wait.as_millis() as u64,
+                        "{}; retrying",
+                        self.scrub(&message)
+                    );
+                    tokio::time::sleep(wait).await;
+                }
+                Failure::Retry(message, _) if retries > 0 => {
+                    return Err(self.error(format!("{message} (gave up after {retries} retries)")));
+                }
+                Failure::Retry(message, _) | Failure::Fatal(message) => {
+                    return Err(self.error(message));
+                }
+            }
+        }
+    }
+
+    /// One attempt: the request, its status, and the events up to the model's first output.
+    async fn attempt<D: Decoder>(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> Result<EventStream, Failure> {
+        debug!(provider = self.provider, url, "POST");
+        let response = self
+            .client
+            .post(url)
+            .headers(headers.clone())
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(body.to_vec())
+            .send()
+            .await
+            .map_err(|e| self.request_failure(e))?;
+        let status = response.status();
+        debug!(
+            provider = self.provider,
+            status = status.as_u16(),
+            "answered"
+        );
+        if !status.is_success() {
+            return Err(self.status_failure(response).await);
+        }
+        let json = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if json {
+            let body = read_body(response).await;
+            return Err(Failure::Fatal(format!(
+                "{} answered with JSON, not an event stream: {}",
+                self.provider,
+                error_message(&body)
+            )));
+        }
+        let mut reader = Reader::<D> {
+            events: Some(SseStream::from_bytes_stream(response.bytes_stream()).boxed()),
+            decoder: D::default(),
+            out: VecDeque::new(),
+            provider: self.provider,
+            http: self.clone(),
+        };
+        // Read up to the model's first output: until then, a passing error is retried.
+        while reader.events.is_some() && !reader.out.iter().any(|e| !matches!(e, Event::Usage(_))) {
+            if let Err(e) = reader.read().await {
+                return Err(if e.retryable {
+                    Failure::Retry(e.message, None)
+                } else {
+                    Failure::Fatal(e.message)
+                });
+            }
+        }
+        Ok(reader.into_stream())
+    }
+
+    /// A request that got no answer.
+    fn request_failure(&self, error: reqwest::Error) -> Failure {
+        let error = error.without_url();
+        if error.is_connect() {
+            Failure::Fatal(format!(
+                "could not connect to {} at {}: {}",
+                self.provider,
+                self.base_url,
+                chain(&error)
+            ))
+        } else {
+            Failure::Fatal(format!(
+                "the request to {} at {} failed: {}",
+                self.provider,
+                self.base_url,
+                chain(&error)
+            ))
+        }
+    }
+
+    /// An error status, in words.
+    async fn status_failure(&self, response: Response) -> Failure {
+        let code = response.status().as_u16();
+        let status = match (response.status().canonical_reason(), code) {
+            (Some(reason), _) => format!("{code} {reason}"),
+            (None, 529) => "529 Overloaded".to_owned(),
+            (None, _) => code.to_string(),
+        };
+        let after = retry_after(response.headers());
+        let message = error_message(&read_body(response).await);
+        let provider = self.provider;
+        let said = if message.is_empty() {
+            String::new()
+        } else {
+            format!(": {message}")
+        };
+        match code {
+            401 | 403 => {
+                let hint = match self.key {
+                    Some(_) => format!("check the API key in {}", self.key_var),
+                    None => format!("no API key was sent: set {}", self.key_var),
+                };
+                Failure::Fatal(format!(
+                    "{provider} refused the API key ({status}{said}); {hint}"
+                ))
+            }
+            429 => Failure::Retry(
+                format!("{provider} rate-limited the request ({status}{said})"),
+                after,
+            ),
+            500 | 502 | 503 | 504 | 529 => Failure::Retry(
+                format!("{provider} is unavailable or overloaded ({status}{said})"),
+                after,
+            ),
+            400 | 404 | 422 => {
+                Failure::Fatal(format!("{provider} rejected the request ({status}{said})"))
+            }
+            _ => Failure::Fatal(format!("{provider} answered {status}{said}")),
+        }
+    }
+
+    /// An [`Error`] whose message never holds the key.
+    fn error(&self, message: String) -> Error {
+        Error::msg(self.scrub(&message))
+    }
+
+    /// `text` with every occurrence of the key replaced.
+    fn scrub(&self, text: &str) -> String {
+        match &self.key {
+            Some(key) if text.contains(key.as_str()) => text.replace(key.as_str(), "[redacted]"),
+            _ => text.to_owned(),
+        }
+    }
+}
+
+/// Reads a response's events through its decoder.
+struct Reader<D> {
+    /// `None` once the call finished or failed (the connection is then dropped).
+    events: Option<SseEvents>,
+    decoder: D,
+    /// Events decoded, not yet handed out.
+    out: VecDeque<Event>,
+    provider: &'static str,
+    http: Http,
+}
+
+impl<D: Decoder> Reader<D> {
+    /// Reads the next server-sent event into `out`; after a failure or the end, `events` is
+    /// `None`.
+    async fn read(&mut self) -> Result<(), DecodeError> {
+        let Some(events) = self.events.as_mut() else {
+            return Ok(());
+        };
+        let result = match events.next().await {
+            Some(Ok(sse)) => self.decoder.event(sse, &mut self.out),
+            Some(Err(sse_stream::Error::Body(e))) => Err(DecodeError::fatal(format!(
+                "{} ({})",
+                cut().message,
+                chain(e.as_ref())
+            ))),
+            Some(Err(e)) => Err(DecodeError::fatal(format!(
+                "{} sent a malformed event stream: {e}",
+                self.provider
+            ))),
+            None => self.decoder.end(&mut self.out).map(|()| true),
+        };
+        if !matches!(result, Ok(false)) {
+            self.events = None;
+        }
+        result.map(|_| ())
+    }
+
+    /// The events, those already read first; an error ends them.
+    fn into_stream(self) -> EventStream {
+        futures_util::stream::unfold(self, |mut reader| async move {
+            loop {
+                if let Some(event) = reader.out.pop_front() {
+                    return Some((Ok(event), reader));
+                }
+                reader.events.as_ref()?;
+                if let Err(e) = reader.read().await {
+                    let error = reader.http.error(e.message);
+                    return Some((Err(error), reader));
+                }
+            }
+        })
+        .boxed()
+    }
+}
+
+/// The wait an answer asks for: `retry-after-ms`, or `retry-after` in seconds.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let number = |name: &'static str| {
+        headers
+            .get(HeaderName::from_static(name))
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    number("retry-after-ms")
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+        .or_else(|| number("retry-after").map(Duration::from_secs_f64))
+}
+
+/// The start of an error answer's body.
+async fn read_body(mut response: Response) -> String {
+    let mut body = Vec::new();
+    while body.len() < ERROR_BODY {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&body).trim().to_owned()
+}
+
+/// The provider's own message in an error body: `error.message` (OpenAI, Anthropic,
+/// llama.cpp), `error` or `message` or `detail` as text; else the start of the body.
+fn error_message(body: &str) -> String {
+    let json: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let found = json.as_ref().and_then(|v| {
+        [
+            v.pointer("/error/message"),
+            v.get("error"),
+            v.get("message"),
+            v.get("detail"),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|v| v.as_str())
+    });
+    match found {
+        Some(message) => excerpt(message, 500),
+        None => excerpt(body, 300),
+    }
+}
+
+/// At most `max` bytes of `text` (cut on a character boundary), `…` marking a cut.
+pub(crate) fn excerpt(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// An error and its sources, `: `-separated (reqwest's own message says little).
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = e.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_seconds_and_milliseconds() {
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        headers.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(250)));
+        headers.clear();
+        headers.insert("retry-after", HeaderValue::from_static("Wed, 21 Oct 2015"));
+        assert_eq!(retry_after(&headers), None);
+    }
+
+    #[test]
+    fn error_message_finds_the_providers_words() {
+        let openai = r#"{"error":{"message":"The model `x` does not exist","type":"invalid_request_error"}}"#;
+        assert_eq!(error_message(openai), "The model `x` does not exist");
+        assert_eq!(error_message(r#"{"detail":"bad"}"#), "bad");
+        assert_eq!(error_message("plain text"), "plain text");
+        assert_eq!(excerpt("ééé", 3), "é…");
+    }
+}

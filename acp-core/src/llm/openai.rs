@@ -1,0 +1,324 @@
+//! OpenAI Chat Completions, streamed: OpenAI itself and every compatible server (llama.cpp,
+//! vLLM, Ollama, LM Studio, OpenRouter, DeepSeek…).
+//!
+//! Owns: the request body (`POST {base}/chat/completions`, `stream: true` with
+//! `stream_options.include_usage`), and the stream's chunks as [`Event`]s: `delta.content`,
+//! `delta.reasoning_content` / `delta.reasoning` (how the compatible servers stream
+//! reasoning), `delta.tool_calls` in pieces, the usage-only last chunk, `finish_reason`,
+//! `[DONE]`.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+
+use reqwest::header::{AUTHORIZATION, HeaderMap};
+use serde_json::{Value, json};
+use sse_stream::Sse;
+
+use super::http::{DecodeError, Decoder, Http, Retry, cut};
+use super::{Event, EventStream, Message, Part, Provider, Request, Role, Stop, Usage};
+use crate::Result;
+
+/// The environment variable naming the API's base URL.
+pub const BASE_URL_VAR: &str = "OPENAI_BASE_URL";
+/// The environment variable holding the API key.
+pub const API_KEY_VAR: &str = "OPENAI_API_KEY";
+/// The base URL when [`BASE_URL_VAR`] is not set.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// An OpenAI Chat Completions API: OpenAI's, or any compatible server's.
+///
+/// The base URL ends where `/chat/completions` is appended: `https://api.openai.com/v1`,
+/// `http://127.0.0.1:8080/v1` for llama.cpp's `llama-server`, `http://localhost:11434/v1` for
+/// Ollama. The key, when there is one, goes as `Authorization: Bearer …`; it never appears in
+/// an error, a log line or this type's `Debug` output.
+///
+/// ```no_run
+/// use acp_core::llm::{Message, OpenAi, Provider, Request};
+/// use futures_util::StreamExt;
+///
+/// # async fn demo() -> acp_core::Result<()> {
+/// let model = OpenAi::new("http://127.0.0.1:8080/v1", None)?;
+/// let messages = [Message::user("Say hello")];
+/// let request = Request { model: "gemma", system: None, messages: &messages, tools: &[], max_tokens: None };
+/// let mut events = model.stream(request).await?;
+/// while let Some(event) = events.next().await {
+///     tracing::info!(?event);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenAi {
+    http: Http,
+}
+
+impl OpenAi {
+    /// A client of the API at `base_url`, sending `api_key` if there is one (local servers
+    /// need none).
+    ///
+    /// Fails when `base_url` is not a URL.
+    pub fn new(base_url: impl Into<String>, api_key: Option<String>) -> Result<Self> {
+        Ok(OpenAi {
+            http: Http::new("OpenAI", base_url, API_KEY_VAR, api_key)?,
+        })
+    }
+
+    /// A client configured as OpenAI's own SDKs are: the base URL in `OPENAI_BASE_URL`
+    /// (default `https://api.openai.com/v1`), the key in `OPENAI_API_KEY` (optional).
+    pub fn from_env() -> Result<Self> {
+        let base_url = std::env::var(BASE_URL_VAR)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        OpenAi::new(base_url, std::env::var(API_KEY_VAR).ok())
+    }
+
+    /// The same client, retrying as `retry` says (see [`Retry`] for the default).
+    pub fn with_retry(mut self, retry: Retry) -> Self {
+        self.http.retry = retry;
+        self
+    }
+}
+
+impl Provider for OpenAi {
+    fn stream<'a>(
+        &'a self,
+        request: Request<'a>,
+    ) -> Pin<Box<dyn Future<Output = Result<EventStream>> + Send + 'a>> {
+        Box::pin(async move {
+            let body = serde_json::to_vec(&body(&request))?;
+            let mut headers = HeaderMap::new();
+            if let Some(key) = self.http.key() {
+                headers.insert(AUTHORIZATION, Http::secret(&format!("Bearer {key}"))?);
+            }
+            self.http
+                .stream::<Chunks>("/chat/completions", headers, body)
+                .await
+        })
+    }
+}
+
+/// The request body of `request`.
+fn body(request: &Request<'_>) -> Value {
+    let mut messages = Vec::new();
+    if let Some(system) = request.system {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for message in request.messages {
+        push_message(&mut messages, message);
+    }
+    let mut body = json!({
+        "model": request.model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters,
+                }})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    if let Some(max) = request.max_tokens {
+        body["max_tokens"] = json!(max);
+    }
+    body
+}
+
+/// `message` as Chat Completions messages: each tool result a `tool` message of its own
+/// (first, as they answer the previous assistant message), the rest one user or assistant
+/// message. Reasoning is not sent back (the format has no place for it).
+fn push_message(messages: &mut Vec<Value>, message: &Message) {
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    for part in &message.content {
+        match part {
+            Part::Text { text: t } => text.push_str(t),
+            Part::Reasoning { .. } => {}
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+            } => calls.push(json!({
+                "id": id,
+                "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()},
+            })),
+            Part::ToolResult {
+                id,
+                content,
+                is_error,
+            } => {
+                let content = if *is_error {
+                    format!("Error: {content}")
+                } else {
+                    content.clone()
+                };
+                messages.push(json!({"role": "tool", "tool_call_id": id, "content": content}));
+            }
+        }
+    }
+    match message.role {
+        Role::Assistant => {
+            let mut m = json!({"role": "assistant", "content": text});
+            if !calls.is_empty() {
+                if text.is_empty() {
+                    m["content"] = Value::Null;
+                }
+                m["tool_calls"] = Value::Array(calls);
+            }
+            messages.push(m);
+        }
+        Role::User if !text.is_empty() => {
+            messages.push(json!({"role": "user", "content": text}));
+        }
+        Role::User => {}
+    }
+}
+
+/// The stream's state: which tool calls started, the stop announced.
+#[derive(Default)]
+struct Chunks {
+    /// The provider's tool call index → its position among this answer's calls.
+    calls: HashMap<u64, usize>,
+    /// The `finish_reason` seen, sent as [`Event::Stop`] at `[DONE]` (after the usage chunk).
+    stop: Option<Stop>,
+}
+
+const NAME: &str = "OpenAI";
+
+impl Decoder for Chunks {
+    fn event(&mut self, sse: Sse, out: &mut VecDeque<Event>) -> Result<bool, DecodeError> {
+        let Some(data) = sse.data else {
+            return Ok(false);
+        };
+        let data = data.trim();
+        if data == "[DONE]" {
+            out.push_back(Event::Stop(self.stop.take().unwrap_or(Stop::EndTurn)));
+            return Ok(true);
+        }
+        if data.is_empty() {
+            return Ok(false);
+        }
+        let chunk: Value =
+            serde_json::from_str(data).map_err(|e| DecodeError::malformed(NAME, data, e))?;
+        if !chunk.is_object() {
+            return Err(DecodeError::malformed(NAME, data, "not a JSON object"));
+        }
+        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| error.to_string());
+            return Err(DecodeError::fatal(format!(
+                "{NAME} reported an error: {message}"
+            )));
+        }
+        let choice = chunk.pointer("/choices/0");
+        if let Some(delta) = choice.and_then(|c| c.get("delta")) {
+            self.delta(delta, out);
+        }
+        if let Some(reason) = choice
+            .and_then(|c| c.get("finish_reason"))
+            .and_then(Value::as_str)
+        {
+            self.stop = Some(match reason {
+                "stop" => Stop::EndTurn,
+                "tool_calls" | "function_call" => Stop::ToolUse,
+                "length" => Stop::MaxTokens,
+                "content_filter" => Stop::Refusal,
+                other => Stop::Other(other.to_owned()),
+            });
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            out.push_back(Event::Usage(usage_of(usage)));
+        }
+        Ok(false)
+    }
+
+    fn end(&mut self, out: &mut VecDeque<Event>) -> Result<(), DecodeError> {
+        // Some servers end without `[DONE]`: the announced stop is enough.
+        match self.stop.take() {
+            Some(stop) => {
+                out.push_back(Event::Stop(stop));
+                Ok(())
+            }
+            None => Err(cut()),
+        }
+    }
+}
+
+impl Chunks {
+    fn delta(&mut self, delta: &Value, out: &mut VecDeque<Event>) {
+        let text = |key: &str| {
+            delta
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+        };
+        for key in ["reasoning_content", "reasoning"] {
+            if let Some(t) = text(key) {
+                out.push_back(Event::Reasoning(t.to_owned()));
+            }
+        }
+        if let Some(t) = text("content") {
+            out.push_back(Event::Text(t.to_owned()));
+        }
+        let calls = delta.get("tool_calls").and_then(Value::as_array);
+        for call in calls.into_iter().flatten() {
+            let raw = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let function = call.get("function");
+            let next = self.calls.len();
+            let index = match self.calls.get(&raw) {
+                Some(index) => *index,
+                None => {
+                    self.calls.insert(raw, next);
+                    let id = call
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| format!("call_{raw}"));
+                    let name = function
+                        .and_then(|f| f.get("name"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    out.push_back(Event::ToolCallStart {
+                        index: next,
+                        id,
+                        name,
+                    });
+                    next
+                }
+            };
+            let arguments = function
+                .and_then(|f| f.get("arguments"))
+                .and_then(Value::as_str)
+                .filter(|a| !a.is_empty());
+            if let Some(delta) = arguments {
+                out.push_back(Event::ToolCallArguments {
+                    index,
+                    delta: delta.to_owned(),
+                });
+            }
+        }
+    }
+}
+
+/// A `usage` object as [`Usage`].
+fn usage_of(usage: &Value) -> Usage {
+    let n = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64);
+    Usage {
+        input_tokens: n("/prompt_tokens").unwrap_or(0),
+        output_tokens: n("/completion_tokens").unwrap_or(0),
+        cached_input_tokens: n("/prompt_tokens_details/cached_tokens"),
+        reasoning_tokens: n("/completion_tokens_details/reasoning_tokens"),
+    }
+}
