@@ -19,6 +19,9 @@
 //! | `http.rs` | POSTing a request and reading its server-sent events; provider errors, retries with backoff |
 //! | `openai.rs` | OpenAI Chat Completions: the request body, the stream's chunks as [`Event`]s |
 //! | `anthropic.rs` | Anthropic Messages: the request body, the stream's events as [`Event`]s |
+//! | `run.rs` | the loop: [`Model`] and [`Model::run`] |
+//! | `conversation.rs` | [`Conversation`], the session's history with its model (a `Persist` value) |
+//! | `scripted.rs` | [`scripted::Scripted`], a provider answering from a script, for tests and offline examples |
 
 use std::pin::Pin;
 
@@ -210,3 +213,10 @@ pub trait Provider: Send + Sync + 'static {
         request: Request<'a>,
     ) -> Pin<Box<dyn Future<Output = Result<EventStream>> + Send + 'a>>;
 }
+
+mod conversation;
+mod run;
+pub mod scripted;
+
+pub use conversation::Conversation;
+pub use run::Model;
