@@ -20,7 +20,8 @@ use crate::{Error, Prompt, Result, Session, ToolCallGuard, ToolDef};
 ///
 /// ```no_run
 /// use acp_core::llm::{Model, Provider};
-/// use acp_core::{Prompt, Result, Session, StopReason};
+/// use acp_core::schema::StopReason;
+/// use acp_core::{Prompt, Result, Session};
 ///
 /// async fn prompt(model: &Model, cx: &Session, prompt: Prompt) -> Result<StopReason> {
 ///     model.run(cx, &prompt).await
