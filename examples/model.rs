@@ -1,196 +1,117 @@
 //! # model — an agent whose tool choices come from a language model
 //!
-//! Shows the loop every LLM agent runs: hand the model the conversation and the session's tool
-//! table (`cx.tools()`: the `#[acp::tool]` methods, and the tools of the MCP servers the
-//! editor gave the session, connected by the runtime), run the tools it picks
-//! by name (`cx.call_tool(name, args)`: the same tool-call lifecycle, permission included, as
-//! a typed call), feed the results back, and stop when it answers — or after
-//! `max_turn_requests` model calls (`StopReason::MaxTurnRequests`).
+//! The whole loop every LLM agent runs is one call: [`Model::run`] hands the model the
+//! conversation and the session's tool table (`cx.tools()`: the `#[acp::tool]` methods, and the
+//! tools of the MCP servers the editor gave the session, connected by the runtime), streams its
+//! text to the editor, runs the tools it picks by name (the same tool-call lifecycle,
+//! permission included, as a typed call), feeds the results back, and stops when it answers —
+//! or after `max_turn_requests` model calls (`StopReason::MaxTurnRequests`).
 //!
-//! [`Model`] is the seam: [`ScriptedModel`] makes the example run offline and
-//! deterministically; back it with a real LLM API by sending `history` as the conversation and
-//! the serialized [`acp::ToolDef`]s (`{"name", "description", "input_schema"}`) as its tools,
-//! and mapping the API's tool-use blocks to [`Reply::ToolCalls`].
-//!
-//! The conversation is a [`Persist`](acp::Persist) value of the session: the runtime saves it
-//! after each turn (a cancelled one included) and gives it back when the editor loads or
-//! resumes the session, also after the agent restarted — the model picks up where it was.
+//! The model here is [`scripted()`], a [`Scripted`] provider, so the example runs offline and
+//! deterministically; `examples/coder.rs` is the same agent shape on a real model
+//! (`acp::llm::from_env`). The conversation is the session's [`acp::llm::Conversation`], a
+//! `Persist` value: saved after each turn (a cancelled one included) and given back when the
+//! editor loads or resumes the session, also after the agent restarted.
 //!
 //! Try: `./scripts/demo model "read Cargo.toml" "write notes.txt hello" "hi" "history"`.
 
-use std::future::Future;
 use std::path::PathBuf;
 
-use acp::{Diff, Prompt, Session, StopReason, ToolDef};
-use serde_json::{Value, json};
+use acp::llm::scripted::{Reply, Scripted};
+use acp::llm::{Model, Part, Provider, Request, Role};
+use acp::{Diff, Prompt, Session, StopReason};
+use serde_json::json;
 
-/// One entry of the conversation the model sees.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub enum Message {
-    /// What the user typed.
-    User(String),
-    /// What the model answered.
-    Assistant(String),
-    /// A tool the model asked for.
-    ToolCall { name: String, args: Value },
-    /// What that tool returned (or why it failed).
-    ToolResult { output: String, is_error: bool },
+/// The scripted model: `read <path>` reads a file, `write <path> <text>` writes one,
+/// `use <tool> <json>` calls any tool on offer (the agent's own, or one of the editor's MCP
+/// servers'), `spin` keeps calling tools forever (to show `max_turn_requests`), `bad` passes a
+/// wrong argument, `history` lists what the user said before in the session, anything else is
+/// echoed. After a tool ran, it reports the result.
+pub fn scripted() -> Scripted {
+    Scripted::from_fn(reply)
 }
 
-/// What the model wants next.
-#[derive(Debug, Clone)]
-pub enum Reply {
-    /// A final answer for the user: the turn ends.
-    Text(String),
-    /// Tools to run, by name with JSON arguments; their results go back to the model.
-    ToolCalls(Vec<(String, Value)>),
-}
-
-/// A language model that can call tools.
-pub trait Model: Send + Sync + 'static {
-    /// The next step, given the conversation so far and the tools on offer.
-    fn complete(
-        &self,
-        history: &[Message],
-        tools: &[ToolDef],
-    ) -> impl Future<Output = acp::Result<Reply>> + Send;
-}
-
-/// A stand-in model with a fixed script, so the example runs offline:
-/// `read <path>` reads a file, `write <path> <text>` writes one, `use <tool> <json>` calls any
-/// tool on offer (the agent's own, or one of the editor's MCP servers'), `spin` keeps calling
-/// tools forever (to show `max_turn_requests`), `bad` passes a wrong argument, `history` lists
-/// what the user said before in the session, anything else is echoed.
-#[derive(Debug, Default)]
-pub struct ScriptedModel;
-
-impl Model for ScriptedModel {
-    async fn complete(&self, history: &[Message], tools: &[ToolDef]) -> acp::Result<Reply> {
-        let offered = |name: &str| tools.iter().any(|t| t.name == name);
-        let asked = history
-            .iter()
-            .rev()
-            .find_map(|m| match m {
-                Message::User(text) => Some(text.as_str()),
-                _ => None,
-            })
-            .unwrap_or_default();
-        let (command, rest) = asked.split_once(' ').unwrap_or((asked, ""));
-        Ok(match history.last() {
-            Some(Message::ToolResult { output, is_error }) if command != "spin" => {
-                Reply::Text(if *is_error {
-                    format!("The tool failed: {output}")
-                } else {
-                    format!("Done. The tool returned:\n{output}")
-                })
-            }
-            _ => match command {
-                "read" if offered("read_file") => {
-                    Reply::ToolCalls(vec![("read_file".into(), json!({ "path": rest }))])
-                }
-                "write" if offered("write_file") => {
-                    let (path, content) = rest.split_once(' ').unwrap_or((rest, ""));
-                    Reply::ToolCalls(vec![(
-                        "write_file".into(),
-                        json!({ "path": path, "content": content }),
-                    )])
-                }
-                "use" => {
-                    let (name, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
-                    match serde_json::from_str(args) {
-                        Ok(args) if offered(name) => Reply::ToolCalls(vec![(name.into(), args)]),
-                        Ok(_) => Reply::Text(format!("I have no tool named `{name}`.")),
-                        Err(e) => Reply::Text(format!("Those arguments are not JSON: {e}")),
-                    }
-                }
-                "spin" => Reply::ToolCalls(vec![("read_file".into(), json!({ "path": "." }))]),
-                // A model mistake: the wrong type for `path`.
-                "bad" => Reply::ToolCalls(vec![("read_file".into(), json!({ "path": 42 }))]),
-                "history" => {
-                    let said: Vec<&str> = history
-                        .iter()
-                        .filter_map(|m| match m {
-                            Message::User(text) => Some(text.as_str()),
-                            _ => None,
-                        })
-                        .collect();
-                    let earlier = &said[..said.len().saturating_sub(1)];
-                    Reply::Text(format!("You said before: {}", earlier.join(" | ")))
-                }
-                _ => Reply::Text(format!("You said: {asked}")),
-            },
+/// The scripted model's answer to `request`.
+pub fn reply(request: &Request<'_>) -> Reply {
+    let offered = |name: &str| request.tools.iter().any(|t| t.name == name);
+    let said: Vec<&str> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .flat_map(|m| &m.content)
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.as_str()),
+            _ => None,
         })
+        .collect();
+    let asked = said.last().copied().unwrap_or_default();
+    let (command, rest) = asked.split_once(' ').unwrap_or((asked, ""));
+    let result = request
+        .messages
+        .last()
+        .and_then(|m| m.content.last())
+        .and_then(|p| match p {
+            Part::ToolResult {
+                content, is_error, ..
+            } => Some((content, *is_error)),
+            _ => None,
+        });
+    let call = |name: &str, args| Reply::new().tool_call("call", name, args);
+    match (result, command) {
+        (Some((output, true)), c) if c != "spin" => {
+            Reply::new().text(format!("The tool failed: {output}"))
+        }
+        (Some((output, false)), c) if c != "spin" => {
+            Reply::new().text(format!("Done. The tool returned:\n{output}"))
+        }
+        (_, "read") if offered("read_file") => call("read_file", json!({ "path": rest })),
+        (_, "write") if offered("write_file") => {
+            let (path, content) = rest.split_once(' ').unwrap_or((rest, ""));
+            call("write_file", json!({ "path": path, "content": content }))
+        }
+        (_, "use") => {
+            let (name, args) = rest.split_once(' ').unwrap_or((rest, "{}"));
+            match serde_json::from_str(args) {
+                Ok(args) if offered(name) => call(name, args),
+                Ok(_) => Reply::new().text(format!("I have no tool named `{name}`.")),
+                Err(e) => Reply::new().text(format!("Those arguments are not JSON: {e}")),
+            }
+        }
+        (_, "spin") => call("read_file", json!({ "path": "." })),
+        // A model mistake: the wrong type for `path`.
+        (_, "bad") => call("read_file", json!({ "path": 42 })),
+        (_, "history") => {
+            let earlier = &said[..said.len().saturating_sub(1)];
+            Reply::new().text(format!("You said before: {}", earlier.join(" | ")))
+        }
+        _ => Reply::new().text(format!("You said: {asked}")),
     }
 }
 
-/// The conversation of one session, kept across restarts.
-#[derive(Default, serde::Serialize, serde::Deserialize)]
-struct History(Vec<Message>);
-
-impl acp::Persist for History {
-    const KEY: &'static str = "model.history";
+/// An agent driven by a model.
+pub struct ModelAgent {
+    model: Model,
 }
 
-/// An agent driven by `M`.
-pub struct ModelAgent<M> {
-    model: M,
-    /// Model calls allowed in one turn before it stops with `max_turn_requests`.
-    pub max_turn_requests: usize,
-}
-
-impl<M> ModelAgent<M> {
-    /// An agent driven by `model`, allowing 8 model calls per turn.
-    pub fn new(model: M) -> Self {
+impl ModelAgent {
+    /// An agent driven by `provider`, allowing 8 model calls per turn.
+    pub fn new(provider: impl Provider) -> Self {
         ModelAgent {
-            model,
-            max_turn_requests: 8,
+            model: Model::new(provider, "scripted").max_turn_requests(8),
         }
+    }
+
+    /// Allows `n` model calls per turn.
+    pub fn max_turn_requests(mut self, n: usize) -> Self {
+        self.model = self.model.max_turn_requests(n);
+        self
     }
 }
 
 #[acp::agent(name = "model", title = "Model-driven agent")]
-impl<M: Model> ModelAgent<M> {
+impl ModelAgent {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
-        let history = cx.persisted::<History>();
-        let push = |message| history.lock().0.push(message);
-        push(Message::User(prompt.text()));
-        let tools = cx.tools().await;
-        for _ in 0..self.max_turn_requests {
-            cx.check_cancelled()?;
-            let conversation = history.lock().0.clone();
-            match self.model.complete(&conversation, &tools).await? {
-                Reply::Text(text) => {
-                    cx.message(text.clone()).await?;
-                    push(Message::Assistant(text));
-                    return Ok(StopReason::EndTurn);
-                }
-                Reply::ToolCalls(calls) => {
-                    for (name, args) in calls {
-                        push(Message::ToolCall {
-                            name: name.clone(),
-                            args: args.clone(),
-                        });
-                        // Errors (bad arguments, permission denied, a failing tool) go back
-                        // to the model as text; only cancellation ends the turn.
-                        let result = match cx.call_tool(&name, args).await {
-                            Ok(output) => Message::ToolResult {
-                                output: output.to_text(),
-                                is_error: false,
-                            },
-                            Err(acp::Error::Cancelled) => return Err(acp::Error::Cancelled),
-                            Err(e) => Message::ToolResult {
-                                output: e.to_string(),
-                                is_error: true,
-                            },
-                        };
-                        push(result);
-                    }
-                }
-            }
-        }
-        cx.message("I stopped: this turn reached its limit of model requests.")
-            .await?;
-        Ok(StopReason::MaxTurnRequests)
+        self.model.run(cx, &prompt).await
     }
 
     /// Reads a text file from the user's workspace.
@@ -211,5 +132,5 @@ impl<M: Model> ModelAgent<M> {
 #[tokio::main]
 async fn main() -> acp::Result<()> {
     acp::init_logging();
-    acp::serve_stdio(ModelAgent::new(ScriptedModel)).await
+    acp::serve_stdio(ModelAgent::new(scripted())).await
 }

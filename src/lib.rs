@@ -45,6 +45,8 @@
 //!   servers the editor gave the session, which the runtime connects (stdio always, streamable
 //!   HTTP with feature `mcp-http` and the legacy HTTP+SSE transport with feature `mcp-sse`,
 //!   both on by default); [`Session::mcp_status`] says which failed;
+//! - `llm` (feature `llm`): a language model in the loop — OpenAI-compatible and Anthropic
+//!   providers, streamed, and `llm::Model::run`, which runs a turn through the session's tools;
 //! - [`testing`]: an in-process editor to unit-test an agent with (feature `testing`);
 //! - [`schema`]: the protocol's wire types, from the official schema crate.
 //!
@@ -65,6 +67,8 @@
 //!   [dev-dependencies]
 //!   acp-framework = { version = "0.1", features = ["testing"] }
 //!   ```
+//! - `llm` (off by default): `acp::llm`, a model in the loop (OpenAI Chat Completions and
+//!   Anthropic Messages providers, streamed; `llm::Model::run`; `llm::scripted` for tests).
 //! - `mcp-http` and `mcp-sse` (on by default): the client's MCP servers over streamable HTTP
 //!   and over the legacy HTTP+SSE transport, advertised as `mcpCapabilities.http` / `.sse`
 //!   exactly when compiled in (stdio servers are always supported). Without them
@@ -86,6 +90,10 @@ pub use acp_core::{
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub use acp_core::testing;
+
+#[cfg(feature = "llm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "llm")))]
+pub use acp_core::llm;
 
 pub use acp_core::{IntoToolOutput, Json, ToolLocations};
 

@@ -520,7 +520,7 @@ fn model_client(protocol: u16) -> acp::testing::TestClientBuilder {
 
 async fn model_reads_through_a_tool_it_picked_by_name(protocol: u16) {
     let client = model_client(protocol)
-        .connect(model::ModelAgent::new(model::ScriptedModel))
+        .connect(model::ModelAgent::new(model::scripted()))
         .await
         .unwrap();
     let session = client.new_session().await.unwrap();
@@ -534,7 +534,7 @@ async fn model_reads_through_a_tool_it_picked_by_name(protocol: u16) {
 
 async fn model_writes_after_permission_and_shows_a_diff(protocol: u16) {
     let client = model_client(protocol)
-        .connect(model::ModelAgent::new(model::ScriptedModel))
+        .connect(model::ModelAgent::new(model::scripted()))
         .await
         .unwrap();
     let session = client.new_session().await.unwrap();
@@ -554,7 +554,7 @@ async fn model_writes_after_permission_and_shows_a_diff(protocol: u16) {
 async fn model_hears_about_a_rejected_tool_call(protocol: u16) {
     let client = model_client(protocol)
         .permissions(PermissionPolicy::RejectOnce)
-        .connect(model::ModelAgent::new(model::ScriptedModel))
+        .connect(model::ModelAgent::new(model::scripted()))
         .await
         .unwrap();
     let session = client.new_session().await.unwrap();
@@ -574,7 +574,7 @@ async fn model_hears_about_a_rejected_tool_call(protocol: u16) {
 
 async fn model_gets_bad_arguments_back_as_a_descriptive_error(protocol: u16) {
     let client = model_client(protocol)
-        .connect(model::ModelAgent::new(model::ScriptedModel))
+        .connect(model::ModelAgent::new(model::scripted()))
         .await
         .unwrap();
     let session = client.new_session().await.unwrap();
@@ -593,8 +593,7 @@ async fn model_gets_bad_arguments_back_as_a_descriptive_error(protocol: u16) {
 }
 
 async fn model_stops_at_max_turn_requests(protocol: u16) {
-    let mut agent = model::ModelAgent::new(model::ScriptedModel);
-    agent.max_turn_requests = 3;
+    let agent = model::ModelAgent::new(model::scripted()).max_turn_requests(3);
     let client = model_client(protocol).connect(agent).await.unwrap();
     let session = client.new_session().await.unwrap();
     let turn = session.prompt("spin").await.unwrap();

@@ -325,20 +325,15 @@ async fn the_model_keeps_its_conversation_across_a_kill_and_restart() {
     .await;
 }
 
-/// A model whose `wait` never answers (until the turn is cancelled); the rest is scripted.
-struct Waiting;
-
-impl model::Model for Waiting {
-    async fn complete(
-        &self,
-        history: &[model::Message],
-        tools: &[acp::ToolDef],
-    ) -> acp::Result<model::Reply> {
-        if history.last() == Some(&model::Message::User("wait".into())) {
-            std::future::pending::<()>().await;
+/// A model whose `wait` never answers (its stream stays open until the turn is cancelled);
+/// the rest is scripted.
+fn waiting() -> acp::llm::scripted::Scripted {
+    acp::llm::scripted::Scripted::from_fn(|request| {
+        if request.messages.last() == Some(&acp::llm::Message::user("wait")) {
+            return acp::llm::scripted::Reply::new().hold();
         }
-        model::Model::complete(&model::ScriptedModel, history, tools).await
-    }
+        model::reply(request)
+    })
 }
 
 /// A turn cancelled while the model is thinking (and dropped by the runtime after its grace)
@@ -348,7 +343,7 @@ async fn a_cancelled_turn_still_saves_the_conversation() {
     within(async {
         let store = Arc::new(MemoryStore::default());
         let serve =
-            || acp::Server::new(model::ModelAgent::new(Waiting)).shared_store(store.clone());
+            || acp::Server::new(model::ModelAgent::new(waiting())).shared_store(store.clone());
         let first = TestClient::builder().serve(serve()).await.unwrap();
         let session = first.new_session().await.unwrap();
         session.prompt("hello").await.unwrap();
@@ -377,8 +372,7 @@ async fn a_saved_value_of_another_shape_starts_from_the_default() {
     within(async {
         let store = Arc::new(MemoryStore::default());
         let serve = || {
-            acp::Server::new(model::ModelAgent::new(model::ScriptedModel))
-                .shared_store(store.clone())
+            acp::Server::new(model::ModelAgent::new(model::scripted())).shared_store(store.clone())
         };
         let first = TestClient::builder().serve(serve()).await.unwrap();
         let session = first.new_session().await.unwrap();
@@ -386,9 +380,9 @@ async fn a_saved_value_of_another_shape_starts_from_the_default() {
         let id = session.id().clone();
         first.close().await.unwrap();
         let saved = store.state(&id).await.unwrap();
-        assert!(saved["model.history"].is_array(), "{saved:?}");
+        assert!(saved["acp.llm.conversation"].is_array(), "{saved:?}");
         store
-            .put_state(&id, "model.history", &json!({"not": "a list"}))
+            .put_state(&id, "acp.llm.conversation", &json!({"not": "a list"}))
             .await
             .unwrap();
 

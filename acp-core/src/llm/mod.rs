@@ -19,6 +19,10 @@
 //! | `http.rs` | POSTing a request and reading its server-sent events; provider errors, retries with backoff |
 //! | `openai.rs` | OpenAI Chat Completions: the request body, the stream's chunks as [`Event`]s |
 //! | `anthropic.rs` | Anthropic Messages: the request body, the stream's events as [`Event`]s |
+//! | `env.rs` | which provider and model the environment configures ([`from_env`]) |
+//! | `run.rs` | the loop: [`Model`] and [`Model::run`] |
+//! | `conversation.rs` | [`Conversation`], the session's history with its model (a `Persist` value) |
+//! | `scripted.rs` | [`scripted::Scripted`], a provider answering from a script, for tests and offline examples |
 
 use std::pin::Pin;
 
@@ -220,3 +224,10 @@ pub use anthropic::Anthropic;
 pub use env::{MODEL_VAR, PROVIDER_VAR, from_env};
 pub use http::Retry;
 pub use openai::OpenAi;
+
+mod conversation;
+mod run;
+pub mod scripted;
+
+pub use conversation::Conversation;
+pub use run::Model;

@@ -32,6 +32,7 @@ pub(crate) use settings::list;
 pub use settings::{Choice, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Modes, Settings};
 pub(crate) use state::{Connection, SessionState};
 pub use terminal::{Terminal, Terminals};
+pub(crate) use tool_call::adopting;
 pub use tool_call::{ToolCallBuilder, ToolCallGuard, in_tool_call};
 
 use crate::peer::{Frame, Journaled};

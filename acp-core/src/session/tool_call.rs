@@ -4,6 +4,11 @@
 //! dropped unfinished reports the call `failed`, and the runtime fails every call still open
 //! when its turn ends, so no tool call stays pending or in progress after its turn.
 //!
+//! A call already shown can be handed to the next tool call the session starts
+//! ([`adopting`]): the call is then updated in place instead of a new one being announced, which
+//! is how a model's tool call appears as soon as the model names the tool and is then run by
+//! name ([`Session::call_tool_in`](super::Session::call_tool_in)).
+//!
 //! Content embedded in a call while its body runs (a terminal created there) stays in the
 //! call: every later content the call is given, its output or its error included, is shown
 //! after it rather than instead of it.
@@ -24,6 +29,35 @@ use crate::schema::{
 tokio::task_local! {
     /// The tool call whose body is running on this task.
     static CURRENT: Current;
+}
+
+tokio::task_local! {
+    /// A tool call already shown, waiting for the next tool call this task starts.
+    static ADOPTED: Adopted;
+}
+
+/// A shown tool call that the next [`ToolCallBuilder::start`] of its session takes over.
+#[derive(Clone)]
+struct Adopted {
+    session: crate::schema::SessionId,
+    call: Arc<Mutex<Option<ToolCallGuard>>>,
+}
+
+/// Runs `body` so that the first tool call it starts in `call`'s session is `call` itself,
+/// updated in place (title, kind, input, locations, content) rather than announced anew;
+/// later ones are announced as usual. Returns `call` if nothing in `body` took it.
+pub(crate) async fn adopting<F: std::future::Future>(
+    call: ToolCallGuard,
+    body: F,
+) -> (F::Output, Option<ToolCallGuard>) {
+    let adopted = Adopted {
+        session: call.cx.id().clone(),
+        call: Arc::new(Mutex::new(Some(call))),
+    };
+    let slot = adopted.call.clone();
+    let output = ADOPTED.scope(adopted, body).await;
+    let left = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    (output, left)
 }
 
 /// The tool call whose body is running: its session, its id, and what is embedded in it.
@@ -251,6 +285,9 @@ impl ToolCallBuilder<'_> {
 
     /// Sends the `tool_call` update (status `pending`) and returns the guard that finishes it.
     pub async fn start(self) -> Result<ToolCallGuard> {
+        if let Some(call) = self.adopt() {
+            return self.start_in(call).await;
+        }
         let id = self.call.tool_call_id.clone();
         let embedded = Embedded::new(&self.call.content);
         let call = self.call.status(ToolCallStatus::Pending);
@@ -264,6 +301,38 @@ impl ToolCallBuilder<'_> {
             finished: false,
             embedded,
         })
+    }
+}
+
+impl ToolCallBuilder<'_> {
+    /// The shown call waiting in this task for a tool call of this session, if any.
+    fn adopt(&self) -> Option<ToolCallGuard> {
+        ADOPTED
+            .try_with(|a| {
+                if a.session != self.cx.state.id {
+                    return None;
+                }
+                a.call.lock().unwrap_or_else(|e| e.into_inner()).take()
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// Starts this call as `call`, already shown: updates it with the builder's fields.
+    async fn start_in(self, call: ToolCallGuard) -> Result<ToolCallGuard> {
+        let c = self.call;
+        let mut fields = ToolCallUpdateFields::new().title(c.title).kind(c.kind);
+        if let Some(raw) = c.raw_input {
+            fields = fields.raw_input(raw);
+        }
+        if !c.locations.is_empty() {
+            fields = fields.locations(c.locations);
+        }
+        if !c.content.is_empty() {
+            fields = fields.content(c.content);
+        }
+        call.update(fields).await?;
+        Ok(call)
     }
 }
 

@@ -23,7 +23,7 @@ pub use spec::Requirement;
 
 use crate::Result;
 use crate::schema::ToolKind;
-use crate::session::Session;
+use crate::session::{Session, ToolCallGuard, adopting};
 
 /// One tool an agent offers: what a model needs to pick it, and how the client shows it.
 ///
@@ -145,6 +145,40 @@ impl Session {
             .collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         Err(by_name::unknown_tool(name, &names))
+    }
+
+    /// Runs a tool by name like [`call_tool`](Self::call_tool), as tool call `call`, already
+    /// shown: the tool's lifecycle updates that call (its title, kind, input and locations,
+    /// then permission, `in_progress`, `completed` or `failed`) instead of announcing a new
+    /// one. This is how a model's tool call appears in the editor as soon as the model names
+    /// the tool, before its arguments are complete. A call the tool never reached (an unknown
+    /// name, a capability the client lacks, the turn cancelled) is failed with the error.
+    ///
+    /// ```no_run
+    /// # async fn demo(cx: &acp_core::Session) -> acp_core::Result<()> {
+    /// // The model named `read_file`: show it at once…
+    /// let call = cx.tool_call("read_file").start().await?;
+    /// // …and once its arguments are complete, run it in that call.
+    /// let output = cx
+    ///     .call_tool_in(call, "read_file", serde_json::json!({"path": "README.md"}))
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn call_tool_in(
+        &self,
+        call: ToolCallGuard,
+        name: &str,
+        args: serde_json::Value,
+    ) -> Result<ToolOutput> {
+        let (result, left) = adopting(call, self.call_tool(name, args)).await;
+        if let Some(call) = left {
+            // The tool never started a call of its own.
+            let _ = match &result {
+                Ok(output) => call.complete(output.content.clone()).await,
+                Err(e) => call.fail(e).await,
+            };
+        }
+        result
     }
 
     /// Every tool a model may call in this session: the agent's own (see

@@ -415,16 +415,18 @@ scenario(
 
 scenario(
   "model_bad_arguments",
-  "model, prompt 'bad': read_file called by name with invalid arguments -> tool_call pending -> failed (naming `path`); message 'The tool failed: …'; end_turn",
+  "model, prompt 'bad': read_file called by name with invalid arguments -> tool_call pending (when named) -> its arguments -> failed (naming `path`); message 'The tool failed: …'; end_turn",
   async ({ fx, c }) => {
     await fx.run("model", async (ctx, agent) => {
       const sid = await fx.initialize(ctx, FS_ONLY);
       const res = await withTimeout(fx.prompt(ctx, sid, "bad"), WAIT_MS, "prompt answer");
       c.equal(res.stopReason, "end_turn", "stopReason");
       const turn = turnOf(agent, sid, "bad");
-      c.equal(turn.labels, ["tool_call#1 pending", "tool_call_update#1 failed [text]", "message", "answer end_turn"], "exact frame sequence of the turn");
-      const [call, failed] = callUpdates(turn, 1, agent);
-      if (call) c.equal([call.title, call.kind, call.rawInput], ["Read 42", "read", { path: 42 }], "tool_call [title, kind, rawInput]");
+      // Shown as soon as the model names the tool (titled by it), then given its arguments.
+      c.equal(turn.labels, ["tool_call#1 pending", "tool_call_update#1", "tool_call_update#1 failed [text]", "message", "answer end_turn"], "exact frame sequence of the turn");
+      const [shown, call, failed] = callUpdates(turn, 1, agent);
+      if (shown) c.equal([shown.title, shown.kind], ["Read …", "read"], "tool_call [title, kind] when named");
+      if (call) c.equal([call.title, call.kind, call.rawInput], ["Read 42", "read", { path: 42 }], "tool_call_update [title, kind, rawInput]");
       const problem = failed?.content?.[0]?.content?.text ?? "";
       c.check(problem.includes("`path`"), `the failed call's content names \`path\`: ${JSON.stringify(problem)}`);
       const text = messageText(turn);
@@ -441,7 +443,7 @@ scenario(
 
 scenario(
   "model_read_by_name",
-  "model, prompt 'read <file>': read_file called by name -> pending -> in_progress -> fs/read_text_file -> completed with the file text; message 'Done. The tool returned:\\n<text>'; end_turn",
+  "model, prompt 'read <file>': read_file called by name -> pending (when named) -> its arguments -> in_progress -> fs/read_text_file -> completed with the file text; message 'Done. The tool returned:\\n<text>'; end_turn",
   async ({ fx, c }) => {
     const file = join(fx.workdir, "poem.txt");
     const text = "Roses are red,\n  violets are blue ✓\n\tlast line without newline";
@@ -454,16 +456,18 @@ scenario(
       const turn = turnOf(agent, sid, prompt);
       c.equal(
         turn.labels,
-        ["tool_call#1 pending", "tool_call_update#1 in_progress", "request fs/read_text_file", "tool_call_update#1 completed [text]", "message", "answer end_turn"],
+        ["tool_call#1 pending", "tool_call_update#1", "tool_call_update#1 in_progress", "request fs/read_text_file", "tool_call_update#1 completed [text]", "message", "answer end_turn"],
         "exact frame sequence of the turn",
       );
       const updates = callUpdates(turn, 1, agent);
-      const call = updates[0];
+      // Shown as soon as the model names the tool (titled by it), then given its arguments.
+      if (updates[0]) c.equal([updates[0].title, updates[0].kind], ["Read …", "read"], "tool_call [title, kind] when named");
+      const call = updates[1];
       if (call) {
         c.equal(
           [call.title, call.kind, call.rawInput, call.locations],
           [`Read ${file}`, "read", { path: file }, [{ path: file }]],
-          "tool_call [title, kind, rawInput, locations]",
+          "tool_call_update [title, kind, rawInput, locations]",
         );
       }
       c.equal(updates.at(-1)?.content, textContent(text), "content of the completed call");

@@ -1,0 +1,374 @@
+//! The loop, as one call in a turn ([`Model::run`]): the prompt joins the session's
+//! [`Conversation`]; the model is called with it and the session's tool table; its text and
+//! reasoning stream to the editor as they arrive; each tool call it makes is shown as soon as
+//! it is named, then run by name through the usual lifecycle (permission, in progress,
+//! completed or failed), and its result (or error, as text) goes back to the model; until the
+//! model answers, the turn is cancelled, or `max_turn_requests` model calls were made.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+
+use super::{Conversation, Event, EventStream, Message, Part, Provider, Request, Role, Stop};
+use super::{ToolSpec, Usage};
+use crate::schema::{StopReason, UsageUpdate};
+use crate::{Error, Prompt, Result, Session, ToolCallGuard, ToolDef};
+
+/// A model to run turns with: a [`Provider`], the model's name, and how a turn may use it.
+///
+/// Cheap to clone (the provider is shared): keep one per model the editor may pick.
+///
+/// ```no_run
+/// use acp_core::llm::{Model, Provider};
+/// use acp_core::schema::StopReason;
+/// use acp_core::{Prompt, Result, Session};
+///
+/// async fn prompt(model: &Model, cx: &Session, prompt: Prompt) -> Result<StopReason> {
+///     model.run(cx, &prompt).await
+/// }
+///
+/// fn model(provider: impl Provider) -> Model {
+///     Model::new(provider, "gpt-4.1")
+///         .system("You are a careful coding assistant.")
+///         .max_turn_requests(25)
+///         .context_window(1_047_576)
+/// }
+/// ```
+#[derive(Clone)]
+pub struct Model {
+    provider: Arc<dyn Provider>,
+    name: String,
+    system: Option<String>,
+    max_turn_requests: usize,
+    max_tokens: Option<u32>,
+    context_window: Option<u64>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("name", &self.name)
+            .field("max_turn_requests", &self.max_turn_requests)
+            .field("max_tokens", &self.max_tokens)
+            .field("context_window", &self.context_window)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Model {
+    /// The model `name` of `provider`, with no system prompt, 50 model calls per turn at
+    /// most, the provider's default `max_tokens` and an unknown context window.
+    pub fn new(provider: impl Provider, name: impl Into<String>) -> Self {
+        Model::shared(Arc::new(provider), name)
+    }
+
+    /// Like [`new`](Self::new), with a provider shared with other models.
+    pub fn shared(provider: Arc<dyn Provider>, name: impl Into<String>) -> Self {
+        Model {
+            provider,
+            name: name.into(),
+            system: None,
+            max_turn_requests: 50,
+            max_tokens: None,
+            context_window: None,
+        }
+    }
+
+    /// The system prompt sent with every call.
+    pub fn system(mut self, system: impl Into<String>) -> Self {
+        self.system = Some(system.into());
+        self
+    }
+
+    /// How many model calls one turn may make; the turn then ends with
+    /// [`StopReason::MaxTurnRequests`].
+    pub fn max_turn_requests(mut self, n: usize) -> Self {
+        self.max_turn_requests = n;
+        self
+    }
+
+    /// The most tokens one answer may have.
+    pub fn max_tokens(mut self, n: u32) -> Self {
+        self.max_tokens = Some(n);
+        self
+    }
+
+    /// The model's context window in tokens: with it, each model call is followed by a
+    /// `usage_update` (tokens in use out of this many), which editors show as a gauge.
+    pub fn context_window(mut self, tokens: u64) -> Self {
+        self.context_window = Some(tokens);
+        self
+    }
+
+    /// The model's name, as sent to the provider.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The same model settings and provider, for another model of that provider.
+    pub fn with_name(&self, name: impl Into<String>) -> Self {
+        Model {
+            name: name.into(),
+            ..self.clone()
+        }
+    }
+
+    /// Runs one prompt turn: `prompt` (its text, @-mentions and embedded text resources as
+    /// text) joins the session's [`Conversation`], and the model is called with it and the
+    /// session's tools ([`Session::tools`]: the agent's `#[acp::tool]`s and the editor's MCP
+    /// tools) until it answers.
+    ///
+    /// - Its text streams to the editor as message chunks, its reasoning as thought chunks,
+    ///   as they arrive.
+    /// - A tool call is shown (pending, titled by the tool) as soon as the model names the
+    ///   tool, then runs by name in that call ([`Session::call_tool_in`]): permission, in
+    ///   progress, completed or failed. Its result goes back to the model; so does an error
+    ///   (bad arguments, permission denied, a failing tool), as text it can act on.
+    /// - After each model call, a `usage_update` when the [context
+    ///   window](Self::context_window) is known.
+    /// - The model's `max_tokens` or refusal end the turn with that stop reason; more than
+    ///   [`max_turn_requests`](Self::max_turn_requests) calls with
+    ///   [`StopReason::MaxTurnRequests`].
+    /// - A cancelled turn drops the provider's stream at once and ends with
+    ///   [`Error::Cancelled`] (answered `cancelled`); what was streamed stays in the
+    ///   conversation. A provider error ends the turn with that error.
+    pub async fn run(&self, cx: &Session, prompt: &Prompt) -> Result<StopReason> {
+        let conversation = cx.persisted::<Conversation>();
+        conversation.lock().push(Message::user(prompt.text()));
+        let tools = cx.tools().await;
+        let specs: Vec<ToolSpec> = tools.iter().map(tool_spec).collect();
+        for _ in 0..self.max_turn_requests {
+            cx.check_cancelled()?;
+            let messages = conversation.lock().messages().to_vec();
+            let request = Request {
+                model: &self.name,
+                system: self.system.as_deref(),
+                messages: &messages,
+                tools: &specs,
+                max_tokens: self.max_tokens,
+            };
+            let mut answer = Answer::default();
+            let outcome = self.call(cx, request, &tools, &mut answer).await;
+            // What streamed stays in the conversation, whatever the outcome; tool calls only
+            // when they are about to run (each needs its result next).
+            conversation.lock().push(answer.message(outcome.is_ok()));
+            let stop = outcome?;
+            if let Some(window) = self.context_window {
+                let used = answer.usage.input_tokens + answer.usage.output_tokens;
+                cx.usage(UsageUpdate::new(used, window)).await?;
+            }
+            if answer.calls.is_empty() {
+                return Ok(match stop {
+                    Stop::MaxTokens => StopReason::MaxTokens,
+                    Stop::Refusal => StopReason::Refusal,
+                    _ => StopReason::EndTurn,
+                });
+            }
+            let (results, cancelled) = run_calls(cx, answer.calls).await;
+            conversation.lock().push(Message {
+                role: Role::User,
+                content: results,
+            });
+            if cancelled {
+                return Err(Error::Cancelled);
+            }
+        }
+        Ok(StopReason::MaxTurnRequests)
+    }
+
+    /// One model call: streams its events into `answer` and the editor, racing the turn's
+    /// cancellation (which drops the stream). Returns why the model stopped.
+    async fn call(
+        &self,
+        cx: &Session,
+        request: Request<'_>,
+        tools: &[ToolDef],
+        answer: &mut Answer,
+    ) -> Result<Stop> {
+        let mut stream: EventStream = tokio::select! {
+            biased;
+            () = cx.cancelled() => return Err(Error::Cancelled),
+            stream = self.provider.stream(request) => stream?,
+        };
+        loop {
+            let event = tokio::select! {
+                biased;
+                () = cx.cancelled() => {
+                    drop(stream);
+                    return Err(Error::Cancelled);
+                }
+                event = stream.next() => event,
+            };
+            match event {
+                None => return Ok(Stop::EndTurn),
+                Some(Err(e)) => return Err(e),
+                Some(Ok(Event::Stop(stop))) => return Ok(stop),
+                Some(Ok(event)) => answer.take(cx, tools, event).await?,
+            }
+        }
+    }
+}
+
+/// A tool as offered to the model.
+fn tool_spec(tool: &ToolDef) -> ToolSpec {
+    ToolSpec {
+        name: tool.name.to_string(),
+        description: tool.description.to_string(),
+        parameters: tool.input_schema.clone(),
+    }
+}
+
+/// The answer of one model call, as it streams.
+#[derive(Default)]
+struct Answer {
+    /// Text and reasoning, in order.
+    parts: Vec<Part>,
+    /// The tool calls named, in order, each already shown.
+    calls: Vec<Named>,
+    usage: Usage,
+}
+
+/// A tool call the model named: shown in the editor, its arguments arriving.
+struct Named {
+    index: usize,
+    id: String,
+    name: String,
+    arguments: String,
+    shown: ToolCallGuard,
+}
+
+impl Answer {
+    /// Takes one event: streams text and reasoning to the editor, shows a named tool call.
+    async fn take(&mut self, cx: &Session, tools: &[ToolDef], event: Event) -> Result<()> {
+        match event {
+            Event::Text(text) if !text.is_empty() => {
+                self.append(false, &text);
+                cx.message(text).await?;
+            }
+            Event::Reasoning(text) if !text.is_empty() => {
+                self.append(true, &text);
+                cx.thought(text).await?;
+            }
+            Event::ReasoningSignature(sig) => match self.parts.last_mut() {
+                Some(Part::Reasoning { signature, .. }) => *signature = Some(sig),
+                _ => self.parts.push(Part::Reasoning {
+                    text: String::new(),
+                    signature: Some(sig),
+                }),
+            },
+            Event::ToolCallStart { index, id, name } => {
+                let tool = tools.iter().find(|t| t.name == name);
+                let title = match tool {
+                    Some(tool) => {
+                        crate::tools::title::render_title(&tool.title, &Default::default())
+                    }
+                    None => name.clone(),
+                };
+                let mut call = cx.tool_call(title);
+                if let Some(tool) = tool {
+                    call = call.kind(tool.kind);
+                }
+                let shown = call.start().await?;
+                self.calls.push(Named {
+                    index,
+                    id,
+                    name,
+                    arguments: String::new(),
+                    shown,
+                });
+            }
+            Event::ToolCallArguments { index, delta } => {
+                if let Some(call) = self.calls.iter_mut().rev().find(|c| c.index == index) {
+                    call.arguments.push_str(&delta);
+                }
+            }
+            Event::Usage(usage) => self.usage = usage,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, reasoning: bool, more: &str) {
+        match (self.parts.last_mut(), reasoning) {
+            (Some(Part::Text { text }), false) => text.push_str(more),
+            (
+                Some(Part::Reasoning {
+                    text,
+                    signature: None,
+                }),
+                true,
+            ) => text.push_str(more),
+            (_, false) => self.parts.push(Part::Text { text: more.into() }),
+            (_, true) => self.parts.push(Part::Reasoning {
+                text: more.into(),
+                signature: None,
+            }),
+        }
+    }
+
+    /// The assistant message to keep: text, reasoning, and (`with_calls`) the tool calls
+    /// named, with their arguments as JSON (or as the string the model sent, if not JSON).
+    fn message(&self, with_calls: bool) -> Message {
+        let mut content = self.parts.clone();
+        for call in self.calls.iter().filter(|_| with_calls) {
+            content.push(Part::ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: parse_arguments(&call.arguments)
+                    .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone())),
+            });
+        }
+        Message {
+            role: Role::Assistant,
+            content,
+        }
+    }
+}
+
+/// A tool call's arguments: `{}` when the model sent none.
+fn parse_arguments(arguments: &str) -> serde_json::Result<serde_json::Value> {
+    if arguments.trim().is_empty() {
+        return Ok(serde_json::Value::Object(Default::default()));
+    }
+    serde_json::from_str(arguments)
+}
+
+/// Runs the named tool calls in order, each in the call already shown; returns their
+/// results for the model, and whether the turn was cancelled (the calls left are then
+/// failed, their results saying so).
+async fn run_calls(cx: &Session, calls: Vec<Named>) -> (Vec<Part>, bool) {
+    let mut results = Vec::with_capacity(calls.len());
+    let mut cancelled = false;
+    for call in calls {
+        let (content, is_error) = if cancelled || cx.is_cancelled() {
+            cancelled = true;
+            let _ = call.shown.fail("cancelled").await;
+            ("cancelled by the user".to_owned(), true)
+        } else {
+            match parse_arguments(&call.arguments) {
+                Err(e) => {
+                    let message = format!(
+                        "invalid arguments for tool `{}`: not a JSON object ({e})",
+                        call.name
+                    );
+                    let _ = call.shown.fail(&message).await;
+                    (message, true)
+                }
+                Ok(args) => match cx.call_tool_in(call.shown, &call.name, args).await {
+                    Ok(output) => (output.to_text(), false),
+                    Err(Error::Cancelled) => {
+                        cancelled = true;
+                        ("cancelled by the user".to_owned(), true)
+                    }
+                    Err(e) => (e.to_string(), true),
+                },
+            }
+        };
+        results.push(Part::ToolResult {
+            id: call.id,
+            content,
+            is_error,
+        });
+    }
+    (results, cancelled)
+}

@@ -1,0 +1,347 @@
+//! The model loop (`acp::llm::Model::run`) seen from the editor, driven by a scripted
+//! provider (`acp::llm::scripted::Scripted`) that records every request: text and reasoning
+//! stream as chunks; a tool call is shown as soon as the model names it, then runs with the
+//! usual lifecycle, and its result (or error) is in the next request; `max_turn_requests`;
+//! cancelling mid-stream drops the provider's stream and keeps the partial text; the
+//! conversation survives a restart.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use acp::llm::scripted::{Reply, Scripted};
+use acp::llm::{Message, Model, Part, Role};
+use acp::schema::{SessionUpdate, ToolCallStatus::*};
+use acp::store::MemoryStore;
+use acp::testing::{MemoryFs, PermissionPolicy, TestClient};
+use acp::{Prompt, Session, StopReason};
+use serde_json::json;
+
+struct Looper {
+    model: Model,
+}
+
+#[acp::agent(name = "looper")]
+impl Looper {
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+        self.model.run(cx, &prompt).await
+    }
+
+    /// Reads a text file.
+    #[acp::tool(kind = "read", title = "Read {path}")]
+    async fn read_file(&self, cx: &Session, path: PathBuf) -> acp::Result<String> {
+        cx.fs().read_text_file(&path).await
+    }
+
+    /// Writes a text file.
+    #[acp::tool(kind = "edit", title = "Write {path}", permission)]
+    async fn write_file(
+        &self,
+        cx: &Session,
+        path: PathBuf,
+        content: String,
+    ) -> acp::Result<String> {
+        cx.fs().write_text_file(&path, content).await?;
+        Ok("written".into())
+    }
+
+    /// Always fails.
+    #[acp::tool]
+    async fn broken(&self, _cx: &Session) -> acp::Result<String> {
+        Err(acp::Error::msg("the disk is on fire"))
+    }
+}
+
+fn looper(provider: &Scripted) -> Looper {
+    Looper {
+        model: Model::new(provider.clone(), "scripted")
+            .system("Be brief.")
+            .context_window(1000),
+    }
+}
+
+async fn client(provider: &Scripted) -> TestClient {
+    TestClient::builder()
+        .fs(MemoryFs::new().with("/workspace/notes.txt", "milk"))
+        .permissions(PermissionPolicy::AllowOnce)
+        .connect(looper(provider))
+        .await
+        .unwrap()
+}
+
+fn tool_result(message: &Message) -> (&str, &str, bool) {
+    assert_eq!(message.role, Role::User, "{message:?}");
+    match &message.content[..] {
+        [
+            Part::ToolResult {
+                id,
+                content,
+                is_error,
+            },
+        ] => (id, content, *is_error),
+        other => panic!("not one tool result: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn text_streams_as_chunks_reasoning_as_thoughts_then_usage() {
+    let provider = Scripted::new().reply(
+        Reply::new()
+            .reasoning("Let me ")
+            .reasoning("think.")
+            .text("Hel")
+            .text("lo")
+            .usage(10, 5),
+    );
+    let client = client(&provider).await;
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("hi").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    let chunks = turn
+        .updates()
+        .iter()
+        .filter(|u| matches!(u, SessionUpdate::AgentMessageChunk(_)))
+        .count();
+    assert_eq!(chunks, 2, "one chunk per piece, not buffered");
+    assert_eq!(turn.text(), "Hello");
+    assert_eq!(turn.thoughts(), "Let me think.");
+    let usage = turn.updates().iter().find_map(|u| match u {
+        SessionUpdate::UsageUpdate(u) => Some((u.used, u.size)),
+        _ => None,
+    });
+    assert_eq!(usage, Some((15, 1000)));
+
+    let request = &provider.requests()[0];
+    assert_eq!(request.model, "scripted");
+    assert_eq!(request.system.as_deref(), Some("Be brief."));
+    assert_eq!(request.messages, [Message::user("hi")]);
+    let names: Vec<_> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["read_file", "write_file", "broken"]);
+    assert_eq!(
+        request.tools[0].parameters["properties"]["path"]["type"],
+        "string"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_call_is_shown_when_named_asks_permission_runs_and_its_result_goes_back() {
+    let provider = Scripted::new()
+        .reply(Reply::new().text("Writing.").tool_call(
+            "c1",
+            "write_file",
+            json!({"path": "notes.txt", "content": "eggs"}),
+        ))
+        .reply(Reply::new().text("Done."));
+    let client = client(&provider).await;
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("write eggs").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    assert_eq!(turn.text(), "Writing.Done.");
+    let calls = turn.tool_calls();
+    assert_eq!(calls.len(), 1, "one call, shown once: {calls:?}");
+    assert_eq!(calls[0].title, "Write notes.txt");
+    assert_eq!(calls[0].kind, acp::schema::ToolKind::Edit);
+    assert_eq!(calls[0].statuses, [Pending, InProgress, Completed]);
+    // Shown (titled by the tool, before its arguments are known), then asked about.
+    let first = turn.updates().iter().find_map(|u| match u {
+        SessionUpdate::ToolCall(c) => Some(c.title.clone()),
+        _ => None,
+    });
+    assert_eq!(first.as_deref(), Some("Write …"));
+    assert_eq!(turn.permission_requests().len(), 1);
+    assert_eq!(
+        turn.permission_requests()[0]["toolCall"]["toolCallId"],
+        calls[0].id.as_str(),
+        "the permission asked about the call shown"
+    );
+    assert_eq!(
+        client.fs().read("/workspace/notes.txt").as_deref(),
+        Some("eggs")
+    );
+
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2);
+    let sent = &requests[1].messages;
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert_eq!(
+        sent[1].content[1],
+        Part::ToolCall {
+            id: "c1".into(),
+            name: "write_file".into(),
+            arguments: json!({"path": "notes.txt", "content": "eggs"}),
+        }
+    );
+    assert_eq!(tool_result(&sent[2]), ("c1", "written", false));
+}
+
+#[tokio::test]
+async fn a_tool_call_appears_while_the_model_is_still_writing_its_arguments() {
+    let provider = Scripted::new().reply(
+        Reply::new()
+            .event(acp::llm::Event::ToolCallStart {
+                index: 0,
+                id: "c1".into(),
+                name: "read_file".into(),
+            })
+            .event(acp::llm::Event::ToolCallArguments {
+                index: 0,
+                delta: "{\"pa".into(),
+            })
+            .hold(),
+    );
+    let client = client(&provider).await;
+    let session = client.new_session().await.unwrap();
+    let id = session.start_prompt("read");
+    let shown = session
+        .wait_for_update("the tool call", |u| matches!(u, SessionUpdate::ToolCall(_)))
+        .await
+        .unwrap();
+    let SessionUpdate::ToolCall(shown) = shown else {
+        unreachable!()
+    };
+    assert_eq!(shown.title, "Read …");
+    assert_eq!(shown.status, Pending);
+    session.cancel();
+    let turn = session.finish(&id).await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::Cancelled));
+    assert_eq!(turn.tool_calls()[0].status(), Some(Failed));
+    assert_eq!(provider.dropped(), 1);
+}
+
+#[tokio::test]
+async fn tool_errors_reach_the_model_as_text() {
+    let provider = Scripted::new()
+        .reply(
+            Reply::new()
+                .tool_call("c1", "broken", json!({}))
+                .tool_call("c2", "nope", json!({}))
+                .tool_call_raw("c3", "read_file", "{not json"),
+        )
+        .reply(Reply::new().text("Sorry."));
+    let client = client(&provider).await;
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("go").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    let calls = turn.tool_calls();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert!(
+        calls.iter().all(|c| c.status() == Some(Failed)),
+        "{calls:?}"
+    );
+    assert_eq!(calls[1].title, "nope");
+
+    let requests = provider.requests();
+    let results = &requests[1].messages.last().unwrap().content;
+    let texts: Vec<_> = results
+        .iter()
+        .map(|p| match p {
+            Part::ToolResult {
+                content, is_error, ..
+            } => {
+                assert!(is_error, "{p:?}");
+                content.as_str()
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert!(texts[0].contains("the disk is on fire"), "{texts:?}");
+    assert!(texts[1].contains("no tool named `nope`"), "{texts:?}");
+    assert!(texts[2].contains("not a JSON object"), "{texts:?}");
+}
+
+#[tokio::test]
+async fn the_turn_stops_after_max_turn_requests() {
+    let provider = Scripted::from_fn(|_| {
+        Reply::new().tool_call("c", "read_file", json!({"path": "notes.txt"}))
+    });
+    let agent = Looper {
+        model: Model::new(provider.clone(), "scripted").max_turn_requests(3),
+    };
+    let client = TestClient::builder()
+        .fs(MemoryFs::new().with("/workspace/notes.txt", "milk"))
+        .connect(agent)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("spin").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::MaxTurnRequests));
+    assert_eq!(provider.requests().len(), 3);
+    assert_eq!(turn.tool_calls().len(), 3);
+}
+
+#[tokio::test]
+async fn cancel_mid_stream_drops_the_stream_and_keeps_the_partial_text() {
+    let provider = Scripted::new()
+        .reply(Reply::new().text("partial ").hold())
+        .reply(Reply::new().text("ok"));
+    let client = client(&provider).await;
+    let session = client.new_session().await.unwrap();
+    let id = session.start_prompt("wait");
+    session
+        .wait_for_update("the first chunk", |u| {
+            matches!(u, SessionUpdate::AgentMessageChunk(_))
+        })
+        .await
+        .unwrap();
+    assert_eq!(provider.dropped(), 0);
+    session.cancel();
+    let turn = session.finish(&id).await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::Cancelled));
+    assert_eq!(provider.dropped(), 1, "the provider's stream was dropped");
+
+    session.prompt("again").await.unwrap();
+    assert_eq!(
+        provider.requests()[1].messages,
+        [
+            Message::user("wait"),
+            Message::assistant("partial "),
+            Message::user("again")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_provider_error_ends_the_turn_with_it() {
+    let provider = Scripted::new()
+        .reply(Reply::new().refuse("the API key was refused (401)"))
+        .reply(Reply::new().text("half").fail("the stream was cut"));
+    let client = client(&provider).await;
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("one").await.unwrap();
+    let error = turn.answer().unwrap_err().to_string();
+    assert!(error.contains("401"), "{error}");
+    let turn = session.prompt("two").await.unwrap();
+    let error = turn.answer().unwrap_err().to_string();
+    assert!(error.contains("the stream was cut"), "{error}");
+    assert_eq!(turn.text(), "half");
+}
+
+#[tokio::test]
+async fn the_conversation_comes_back_after_a_restart() {
+    let store = Arc::new(MemoryStore::default());
+    let first_provider = Scripted::new().reply(Reply::new().text("Hi."));
+    let first = TestClient::builder()
+        .serve(acp::Server::new(looper(&first_provider)).shared_store(store.clone()))
+        .await
+        .unwrap();
+    let session = first.new_session().await.unwrap();
+    session.prompt("hello").await.unwrap();
+    let id = session.id().clone();
+    first.close().await.unwrap();
+
+    let second_provider = Scripted::new().reply(Reply::new().text("Again."));
+    let second = TestClient::builder()
+        .serve(acp::Server::new(looper(&second_provider)).shared_store(store.clone()))
+        .await
+        .unwrap();
+    let session = second.resume_session(&id).await.unwrap();
+    session.prompt("more").await.unwrap();
+    assert_eq!(
+        second_provider.requests()[0].messages,
+        [
+            Message::user("hello"),
+            Message::assistant("Hi."),
+            Message::user("more")
+        ]
+    );
+    second.close().await.unwrap();
+}
