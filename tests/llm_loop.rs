@@ -109,6 +109,11 @@ async fn text_streams_as_chunks_reasoning_as_thoughts_then_usage() {
         _ => None,
     });
     assert_eq!(usage, Some((15, 1000)));
+    // The call's tokens are the turn's, told with its end.
+    assert_eq!(
+        turn.answer().unwrap()["usage"],
+        json!({"totalTokens": 15, "inputTokens": 10, "outputTokens": 5})
+    );
 
     let request = &provider.requests()[0];
     assert_eq!(request.model, "scripted");

@@ -124,8 +124,9 @@ impl Model {
     ///   tool, then runs by name in that call ([`Session::call_tool_in`]): permission, in
     ///   progress, completed or failed. Its result goes back to the model; so does an error
     ///   (bad arguments, permission denied, a failing tool), as text it can act on.
-    /// - After each model call, a `usage_update` when the [context
-    ///   window](Self::context_window) is known.
+    /// - After each model call, its tokens are added to the turn's
+    ///   ([`Session::token_usage`]: told with the turn's end), and a `usage_update` is sent
+    ///   when the [context window](Self::context_window) is known.
     /// - The model's `max_tokens` or refusal end the turn with that stop reason; more than
     ///   [`max_turn_requests`](Self::max_turn_requests) calls with
     ///   [`StopReason::MaxTurnRequests`].
@@ -153,6 +154,19 @@ impl Model {
             // when they are about to run (each needs its result next).
             conversation.lock().push(answer.message(outcome.is_ok()));
             let stop = outcome?;
+            // The turn's token count (told with its end: v1's answer, v2's idle).
+            let u = answer.usage;
+            if u != super::Usage::default() {
+                cx.token_usage(
+                    crate::schema::Usage::new(
+                        u.input_tokens.saturating_add(u.output_tokens),
+                        u.input_tokens,
+                        u.output_tokens,
+                    )
+                    .thought_tokens(u.reasoning_tokens)
+                    .cached_read_tokens(u.cached_input_tokens),
+                );
+            }
             if let Some(window) = self.context_window {
                 let used = answer.usage.input_tokens + answer.usage.output_tokens;
                 cx.usage(UsageUpdate::new(used, window)).await?;
