@@ -158,16 +158,18 @@ export function summarize(raw, n = 160) {
 }
 
 /**
- * Spawn the agent binary (or a `.mjs`/`.js` agent, under this node) and return
+ * Spawn the agent binary (or a `.mjs`/`.js` agent, under this node), with `env` added to this
+ * process's environment and in `cwd` (default: this process's), and return
  * { child, tap, stream, stderr(), exit }.
  * `stream` is an SDK Stream (ndJsonStream) whose bytes pass through the tap.
  */
-export function spawnAgent(binary, validator, { env = {} } = {}) {
+export function spawnAgent(binary, validator, { env = {}, cwd } = {}) {
   // A JavaScript agent (e.g. v2/reference-agent.mjs) runs under this node.
   const [command, args] = /\.m?js$/.test(binary) ? [process.execPath, [binary]] : [binary, []];
   const child = spawn(command, args, {
     stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, RUST_BACKTRACE: "1", ...env },
+    cwd,
   });
   const tap = new FrameTap(validator);
   let stderr = "";
