@@ -476,7 +476,7 @@ scenario(
 
 scenario(
   "restart_resumes_history",
-  "coder A on a session store in the temp dir: one turn (a read, then an answer); A is killed (SIGKILL); coder B on the same store: session/load replays the turn, the next prompt's model request carries the whole first turn (prompt, tool call, tool result, answer) before the new prompt",
+  "coder A on a session store in the temp dir: one turn (a read, then an answer); A is killed (SIGKILL) right after its answer; coder B on the same store: session/load replays the turn as A sent it, the next prompt's model request carries the whole first turn (prompt, tool call, tool result, answer) before the new prompt",
   async ({ fx, c }) => {
     writeFileSync(fx.file(GREET), GREET_TEXT);
     const first = "What does greet.sh print?";
@@ -488,11 +488,14 @@ scenario(
       throw new Error(`unexpected request #${n + 1}`);
     });
     let sessionId;
+    let live; // the session/update params A sent during its turn
     await fx.run("coder A", async (ctx, agent) => {
       ({ sessionId } = await fx.open(ctx));
       const res = await fx.prompt(ctx, sessionId, first);
       c.equal(res.stopReason, "end_turn", "A: stopReason");
-      c.equal(messageText(turnOf(agent, sessionId, first)), `It prints "hello, world". ${GREET_TEXT.length} bytes.`, "A: the model's answer");
+      const turn = turnOf(agent, sessionId, first);
+      c.equal(messageText(turn), `It prints "hello, world". ${GREET_TEXT.length} bytes.`, "A: the model's answer");
+      live = turn.frames.filter((f) => f.msg.method === "session/update").map((f) => f.msg.params);
       agent.killed = true;
       agent.child.kill("SIGKILL");
       await agent.exit;
@@ -503,14 +506,15 @@ scenario(
       const init = await fx.initialize(ctx);
       c.equal(init.agentCapabilities?.loadSession, true, "B: initialize: agentCapabilities.loadSession");
       await withTimeout(ctx.request("session/load", { sessionId, cwd: fx.project, mcpServers: [] }), WAIT_MS, "B: session/load");
+      // The replay: the prompt, then every update A sent in its turn (tool call, usage, answer).
+      const load = agent.tap.responseTo("session/load");
       const replayed = agent.tap
-        .updates(sessionId)
-        .map((u) => u.update)
-        .filter((u) => u.sessionUpdate === "user_message_chunk" || u.sessionUpdate === "agent_message_chunk")
-        .map((u) => [u.sessionUpdate, u.content?.text]);
-      c.check(replayed[0]?.[0] === "user_message_chunk" && replayed[0]?.[1] === first, `B: session/load replays the first prompt: ${JSON.stringify(replayed)}`);
-      const answer = replayed.filter(([k]) => k === "agent_message_chunk").map(([, t]) => t).join("");
-      c.equal(answer, `It prints "hello, world". ${GREET_TEXT.length} bytes.`, "B: session/load replays the answer");
+        .agentFrames()
+        .filter((f) => f.msg.method === "session/update" && f.seq < load.seq)
+        .map((f) => f.msg.params);
+      const [prompt, ...rest] = replayed;
+      c.equal([prompt?.update.sessionUpdate, prompt?.update.content], ["user_message_chunk", { type: "text", text: first }], "B: session/load replays the first prompt [sessionUpdate, content]");
+      c.equal(rest, live, "B: session/load replays the updates A sent in its turn, unchanged");
       const res = await fx.prompt(ctx, sessionId, second);
       c.equal(res.stopReason, "end_turn", "B: stopReason");
       c.equal(messageText(turnOf(agent, sessionId, second)), "The world.", "B: the model's answer");
