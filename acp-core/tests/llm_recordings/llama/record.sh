@@ -8,11 +8,11 @@
 #
 # The server runs with the tool-use template in this directory (gemma3-tools.jinja: Gemma turns,
 # Hermes/Qwen <tool_call> JSON): the GGUF embeds no chat template of its own, so llama-server
-# would fall back to ChatML. Usage: tests/llm_recordings/llama/record.sh
+# would fall back to ChatML. Usage: acp-core/tests/llm_recordings/llama/record.sh
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/../../.." && pwd)"
+ROOT="$(cd "$HERE/../../../.." && pwd)"
 BIN="$("$ROOT/scripts/llama-server")"
 GGUF="$("$ROOT/scripts/gguf-model")"
 PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
