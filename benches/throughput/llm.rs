@@ -18,10 +18,14 @@
 //!   `ACP_MODEL`); the client checks the `n` chunks and the `end_turn` answer with
 //!   `Client::read_stream`, as in the `stream` workload, timed from the prompt sent to the
 //!   answer read. Per run, the time from the server's first byte to the client having read
-//!   and checked the first `agent_message_chunk` is recorded too.
+//!   and checked the first `agent_message_chunk` is recorded too. The loop runs once more
+//!   per run without the store (`ACP_BENCH_NO_STORE`), to tell the store's share.
 //!
 //! `ACP_BENCH_LLM_CHUNKS` (default 50,000) and `ACP_BENCH_LLM_RUNS` (default 10) set the
-//! size of the stream and the number of runs of each reader.
+//! size of the stream and the number of runs of each reader. `ACP_BENCH_LLM_FIRST_GAP_MS`
+//! (default 0) makes the server wait that long after the first delta, as a model between two
+//! tokens: the first chunk then travels alone instead of ahead of a flood of deltas (the
+//! rates then include the gap, in both readers).
 
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
@@ -39,7 +43,8 @@ use crate::frames::chunk_text;
 use crate::report::Stats;
 use crate::{Result, env_number};
 
-/// A loopback Chat Completions server streaming `n` deltas to every request.
+/// A loopback Chat Completions server streaming `n` deltas to every request (waiting `gap`
+/// after the first).
 pub(crate) struct ModelServer {
     addr: SocketAddr,
     /// Per request served, in order: when its first byte was written, or what went wrong.
@@ -47,7 +52,7 @@ pub(crate) struct ModelServer {
 }
 
 impl ModelServer {
-    pub(crate) fn start(n: usize) -> Result<Self> {
+    pub(crate) fn start(n: usize, gap: Duration) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let (tx, served) = mpsc::channel();
@@ -55,7 +60,7 @@ impl ModelServer {
             for conn in listener.incoming() {
                 let result = conn
                     .map_err(Into::into)
-                    .and_then(|conn| serve(conn, n))
+                    .and_then(|conn| serve(conn, n, gap))
                     .map_err(|e| e.to_string());
                 if tx.send(result).is_err() {
                     return;
@@ -82,7 +87,7 @@ const CHUNK_HEAD: &str = "data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.com
 
 /// Reads one request (head and body), checks it, and streams the answer; returns when the
 /// first byte was written.
-fn serve(conn: TcpStream, n: usize) -> Result<Instant> {
+fn serve(conn: TcpStream, n: usize, gap: Duration) -> Result<Instant> {
     conn.set_nodelay(true)?;
     let mut input = BufReader::new(&conn);
     let mut line = String::new();
@@ -134,6 +139,9 @@ fn serve(conn: TcpStream, n: usize) -> Result<Instant> {
         if i == 0 {
             first = Some(Instant::now());
             out.flush()?;
+            if !gap.is_zero() {
+                thread::sleep(gap);
+            }
         }
     }
     write!(
@@ -162,7 +170,7 @@ struct Choice<'a> {
     #[serde(borrow, default)]
     delta: Option<Delta<'a>>,
     #[serde(borrow, default)]
-    #[allow(dead_code)] // read as a client must, not used here
+    #[expect(dead_code, reason = "read as a client must, not used here")]
     finish_reason: Option<Cow<'a, str>>,
 }
 
@@ -244,23 +252,30 @@ pub(crate) struct Samples {
     n: usize,
     /// Chunks/s at the editor's side, per run.
     looped: Vec<f64>,
+    /// The same without the session store (`ACP_BENCH_NO_STORE`).
+    looped_no_store: Vec<f64>,
     /// Deltas/s of the raw reader, per run.
     raw: Vec<f64>,
     first_chunk: Vec<Duration>,
     problems: Vec<String>,
 }
 
-/// Runs the workload on `ours` (the bench agent, default store).
+/// Runs the workload on `ours` (the bench agent, default store), and the loop also on ours
+/// without the store.
 pub(crate) fn run(ours: &Impl) -> Result<Samples> {
     let n = env_number("ACP_BENCH_LLM_CHUNKS", 50_000)?.max(1);
     let runs = env_number("ACP_BENCH_LLM_RUNS", 10)?.max(1);
-    let server = ModelServer::start(n)?;
+    let gap = Duration::from_millis(env_number("ACP_BENCH_LLM_FIRST_GAP_MS", 0)? as u64);
+    let server = ModelServer::start(n, gap)?;
     let mut cmd = ours.command(None);
     cmd.env("OPENAI_BASE_URL", server.base_url())
         .env("ACP_MODEL", "bench")
         .env_remove("OPENAI_API_KEY")
         .env_remove("ACP_PROVIDER");
     let agent = Impl::new("ours, llm", cmd);
+    let mut cmd = agent.command(None);
+    cmd.env("ACP_BENCH_NO_STORE", "1");
+    let unrecorded = Impl::new("ours, no store, llm", cmd);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -282,6 +297,11 @@ pub(crate) fn run(ours: &Impl) -> Result<Samples> {
                 samples.first_chunk.push(first);
             }
             Err(e) => samples.problem(format!("loop (run {run}): {e}")),
+        }
+        eprintln!("throughput: llm {n}: ours, no store, Model::run (run {run})");
+        match in_loop(&unrecorded, &server, n) {
+            Ok((rate, _)) => samples.looped_no_store.push(rate),
+            Err(e) => samples.problem(format!("loop, no store (run {run}): {e}")),
         }
     }
     Ok(samples)
@@ -317,6 +337,7 @@ pub(crate) fn print(samples: &Samples) {
         }
     };
     row("llm loop: chunks/s at the editor (ours)", &samples.looped);
+    row("llm loop, no store: chunks/s", &samples.looped_no_store);
     row("raw SSE: deltas/s (reqwest + sse-stream)", &samples.raw);
     if let (Some(l), Some(r), Some(lm), Some(rm)) = (
         best(&samples.looped),
