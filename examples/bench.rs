@@ -11,18 +11,29 @@
 //!   and a newline), which the bench checks, in order;
 //! - `permission <n>`: starts one tool call and asks n sequential
 //!   `session/request_permission` questions about it, then `end_turn`;
+//! - `llm`: runs the turn through `acp::llm::Model::run` with `OpenAi::from_env()`
+//!   (`OPENAI_BASE_URL`; the model named by `ACP_MODEL`, `bench` if unset): the bench points
+//!   it at a loopback server streaming the chunks of `stream N` as Chat Completions deltas;
 //! - `sleep`: sends one chunk (`sleeping`), waits until the turn is cancelled, then answers
 //!   `cancelled`;
 //! - anything else, or a count that is not a number: a short message saying what it
 //!   understands, then `end_turn`.
 
+use std::sync::OnceLock;
+
+use acp::llm::{Model, OpenAi};
 use acp::schema::{PermissionOption, PermissionOptionKind};
 use acp::{Agent, Prompt, Session, StopReason, ToolKind};
 
 const USAGE: &str = "This agent runs bench workloads: `stream N` (N message chunks), \
-                     `permission N` (N permission questions) or `sleep` (until cancelled).";
+                     `permission N` (N permission questions), `llm` (a model in the loop) \
+                     or `sleep` (until cancelled).";
 
-struct Bench;
+struct Bench {
+    /// Made at the first `llm` prompt, so that the startup workload does not pay for an
+    /// HTTP client it never uses.
+    model: OnceLock<Model>,
+}
 
 impl Agent for Bench {
     fn info(&self) -> acp::schema::Implementation {
@@ -42,6 +53,17 @@ impl Agent for Bench {
                     format!("`{text}`: the count must be a whole number, like `{command} 100`.");
                 cx.message(why).await?;
                 Ok(StopReason::EndTurn)
+            }
+            ("llm", _) => {
+                let model = match self.model.get() {
+                    Some(model) => model,
+                    None => {
+                        let name = std::env::var("ACP_MODEL").unwrap_or_else(|_| "bench".into());
+                        let model = Model::new(OpenAi::from_env()?, name);
+                        self.model.get_or_init(|| model)
+                    }
+                };
+                model.run(cx, &prompt).await
             }
             ("sleep", _) => {
                 // Tells the driver the turn is running, so its cancel cannot overtake it.
@@ -90,7 +112,9 @@ async fn main() -> acp::Result<()> {
     acp::init_logging();
     // Sessions are recorded in the default store, as for every agent; the benchmark also
     // measures the runtime without it.
-    let server = acp::Server::new(Bench);
+    let server = acp::Server::new(Bench {
+        model: OnceLock::new(),
+    });
     let server = match std::env::var_os("ACP_BENCH_NO_STORE") {
         Some(_) => server.no_store(),
         None => server,

@@ -49,8 +49,12 @@
 //!   already holds 1,000 sessions (`ACP_BENCH_STARTUP_SESSIONS`), and the official SDKs'
 //!   agents; interleaved; p50 and p99 (see `startup`).
 //!
+//! One more, `llm`, measures the model loop (`acp::llm::Model::run`) against reading the same
+//! Chat Completions stream raw, from a loopback model server in this process, and the time
+//! from the server's first byte to the editor's first chunk (see `llm`).
+//!
 //! `ACP_BENCH_ONLY=concurrent,startup` (any of `stream`, `permission`, `cancel`,
-//! `concurrent`, `startup`, comma-separated) runs only those workloads; all run by default.
+//! `concurrent`, `startup`, `llm`, comma-separated) runs only those workloads; all run by default.
 //! Set `ACP_BENCH_NO_TS=1` or `ACP_BENCH_NO_RUST_SDK=1` to leave a column out, and
 //! `ACP_BENCH_OURS=<path>` to measure another build of the bench agent as "ours" (an older
 //! commit's, for a before/after comparison in the same conditions).
@@ -60,7 +64,8 @@
 //! on the wire; `client` is the editor's end of a connection; `workloads` runs one workload
 //! on one agent (and the in-process loop); `bare` is the bare loop agent; `concurrent` and
 //! `turns` are the concurrent-sessions workload and its check of interleaved turns;
-//! `startup` is the startup workload; `watchdog` kills a process past a time limit; `report`
+//! `startup` is the startup workload; `llm` is the model-loop workload and its loopback model
+//! server; `watchdog` kills a process past a time limit; `report`
 //! and `report_store` turn the samples into the printed tables.
 
 mod agents;
@@ -68,6 +73,7 @@ mod bare;
 mod client;
 mod concurrent;
 mod frames;
+mod llm;
 mod report;
 mod report_store;
 mod startup;
@@ -104,7 +110,14 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The workloads, as `ACP_BENCH_ONLY` names them.
-const WORKLOADS: [&str; 5] = ["stream", "permission", "cancel", "concurrent", "startup"];
+const WORKLOADS: [&str; 6] = [
+    "stream",
+    "permission",
+    "cancel",
+    "concurrent",
+    "startup",
+    "llm",
+];
 
 /// The workloads to run: `ACP_BENCH_ONLY` (comma-separated names), or all of them.
 struct Only(Vec<&'static str>);
@@ -245,6 +258,9 @@ fn main() {
     if only.has("startup") {
         deadline += Duration::from_secs(900);
     }
+    if only.has("llm") {
+        deadline += Duration::from_secs(300);
+    }
     thread::spawn(move || {
         thread::sleep(deadline);
         eprintln!("throughput: gave up after {deadline:?}");
@@ -282,6 +298,19 @@ fn main() {
         let load_after = load_average();
         report_store::print_startup(&samples, startup_runs, startup_sessions);
         println!("load average (1 min) before/after: {load_before} / {load_after}");
+    }
+    if only.has("llm")
+        && let Some(ours) = agents.iter().find(|a| a.name == "ours")
+    {
+        let load_before = load_average();
+        match llm::run(ours) {
+            Ok(samples) => {
+                let load_after = load_average();
+                llm::print(&samples);
+                println!("load average (1 min) before/after: {load_before} / {load_after}");
+            }
+            Err(e) => eprintln!("throughput: problem: llm: {e}"),
+        }
     }
     eprintln!(
         "throughput: measured in {:.1} s",
