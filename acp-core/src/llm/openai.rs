@@ -7,11 +7,13 @@
 //! reasoning), `delta.tool_calls` in pieces, the usage-only last chunk, `finish_reason`,
 //! `[DONE]`.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 
 use reqwest::header::{AUTHORIZATION, HeaderMap};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use sse_stream::Sse;
 
@@ -206,12 +208,14 @@ impl Decoder for Chunks {
         if data.is_empty() {
             return Ok(false);
         }
-        let chunk: Value =
-            serde_json::from_str(data).map_err(|e| DecodeError::malformed(NAME, data, e))?;
-        if !chunk.is_object() {
+        if !data.starts_with('{') {
             return Err(DecodeError::malformed(NAME, data, "not a JSON object"));
         }
-        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+        // Parsed in place: the hot path of a stream (one chunk per token) allocates only the
+        // text it hands on.
+        let chunk: Chunk<'_> =
+            serde_json::from_str(data).map_err(|e| DecodeError::malformed(NAME, data, e))?;
+        if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
             let message = error
                 .get("message")
                 .and_then(Value::as_str)
@@ -221,24 +225,22 @@ impl Decoder for Chunks {
                 "{NAME} reported an error: {message}"
             )));
         }
-        let choice = chunk.pointer("/choices/0");
-        if let Some(delta) = choice.and_then(|c| c.get("delta")) {
-            self.delta(delta, out);
+        if let Some(choice) = chunk.choices.unwrap_or_default().into_iter().next() {
+            if let Some(delta) = choice.delta {
+                self.delta(delta, out);
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.stop = Some(match &*reason {
+                    "stop" => Stop::EndTurn,
+                    "tool_calls" | "function_call" => Stop::ToolUse,
+                    "length" => Stop::MaxTokens,
+                    "content_filter" => Stop::Refusal,
+                    other => Stop::Other(other.to_owned()),
+                });
+            }
         }
-        if let Some(reason) = choice
-            .and_then(|c| c.get("finish_reason"))
-            .and_then(Value::as_str)
-        {
-            self.stop = Some(match reason {
-                "stop" => Stop::EndTurn,
-                "tool_calls" | "function_call" => Stop::ToolUse,
-                "length" => Stop::MaxTokens,
-                "content_filter" => Stop::Refusal,
-                other => Stop::Other(other.to_owned()),
-            });
-        }
-        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            out.push_back(Event::Usage(usage_of(usage)));
+        if let Some(usage) = chunk.usage.filter(|u| u.is_object()) {
+            out.push_back(Event::Usage(usage_of(&usage)));
         }
         Ok(false)
     }
@@ -256,40 +258,29 @@ impl Decoder for Chunks {
 }
 
 impl Chunks {
-    fn delta(&mut self, delta: &Value, out: &mut VecDeque<Event>) {
-        let text = |key: &str| {
-            delta
-                .get(key)
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-        };
-        for key in ["reasoning_content", "reasoning"] {
-            if let Some(t) = text(key) {
-                out.push_back(Event::Reasoning(t.to_owned()));
+    fn delta(&mut self, delta: Delta<'_>, out: &mut VecDeque<Event>) {
+        let text = |t: Option<Cow<'_, str>>| t.filter(|t| !t.is_empty()).map(Cow::into_owned);
+        for reasoning in [delta.reasoning_content, delta.reasoning] {
+            if let Some(t) = text(reasoning) {
+                out.push_back(Event::Reasoning(t));
             }
         }
-        if let Some(t) = text("content") {
-            out.push_back(Event::Text(t.to_owned()));
+        if let Some(t) = text(delta.content) {
+            out.push_back(Event::Text(t));
         }
-        let calls = delta.get("tool_calls").and_then(Value::as_array);
-        for call in calls.into_iter().flatten() {
-            let raw = call.get("index").and_then(Value::as_u64).unwrap_or(0);
-            let function = call.get("function");
+        for call in delta.tool_calls.into_iter().flatten() {
+            let raw = call.index.unwrap_or(0);
+            let function = call.function.unwrap_or_default();
             let next = self.calls.len();
             let index = match self.calls.get(&raw) {
                 Some(index) => *index,
                 None => {
                     self.calls.insert(raw, next);
                     let id = call
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
+                        .id
+                        .map(Cow::into_owned)
                         .unwrap_or_else(|| format!("call_{raw}"));
-                    let name = function
-                        .and_then(|f| f.get("name"))
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned();
+                    let name = function.name.map(Cow::into_owned).unwrap_or_default();
                     out.push_back(Event::ToolCallStart {
                         index: next,
                         id,
@@ -298,18 +289,63 @@ impl Chunks {
                     next
                 }
             };
-            let arguments = function
-                .and_then(|f| f.get("arguments"))
-                .and_then(Value::as_str)
-                .filter(|a| !a.is_empty());
-            if let Some(delta) = arguments {
-                out.push_back(Event::ToolCallArguments {
-                    index,
-                    delta: delta.to_owned(),
-                });
+            if let Some(delta) = text(function.arguments) {
+                out.push_back(Event::ToolCallArguments { index, delta });
             }
         }
     }
+}
+
+/// One chunk of the stream: what the decoder reads of it.
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+/// What a chunk adds to the answer (strings borrowed from the event unless escaped).
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    /// llama.cpp, DeepSeek, vLLM.
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    /// OpenRouter.
+    #[serde(default, borrow)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<CallDelta<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct CallDelta<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
 }
 
 /// A `usage` object as [`Usage`].
