@@ -264,6 +264,23 @@ impl From<&'static str> for Error {
     }
 }
 
+/// An error and its sources, `: `-separated, each source left out when the text already says
+/// it (the HTTP client's own message says little without them).
+#[cfg(any(feature = "mcp-sse", feature = "llm"))]
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = e.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

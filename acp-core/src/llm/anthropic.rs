@@ -72,10 +72,7 @@ impl Anthropic {
     /// `ANTHROPIC_BASE_URL` (default `https://api.anthropic.com`), the key in
     /// `ANTHROPIC_API_KEY`.
     pub fn from_env() -> Result<Self> {
-        let base_url = std::env::var(BASE_URL_VAR)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        let base_url = super::http::env_or(BASE_URL_VAR, DEFAULT_BASE_URL);
         Anthropic::new(base_url, std::env::var(API_KEY_VAR).ok())
     }
 

@@ -12,6 +12,7 @@
 //! The wire format of each provider is a [`Decoder`] (`openai.rs`, `anthropic.rs`): it turns
 //! each server-sent event into [`Event`]s.
 
+use crate::error::chain;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -59,6 +60,14 @@ impl Default for Retry {
             max_wait: Duration::from_secs(30),
         }
     }
+}
+
+/// The value of the environment variable `var`, or `default` when it is unset or empty.
+pub(crate) fn env_or(var: &str, default: &str) -> String {
+    std::env::var(var)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| default.to_owned())
 }
 
 /// What a [`Decoder`] found wrong in an event.
@@ -472,21 +481,6 @@ pub(crate) fn excerpt(text: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}…", &text[..end])
-}
-
-/// An error and its sources, `: `-separated (reqwest's own message says little).
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let part = e.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = e.source();
-    }
-    text
 }
 
 #[cfg(test)]

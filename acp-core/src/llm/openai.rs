@@ -68,10 +68,7 @@ impl OpenAi {
     /// A client configured as OpenAI's own SDKs are: the base URL in `OPENAI_BASE_URL`
     /// (default `https://api.openai.com/v1`), the key in `OPENAI_API_KEY` (optional).
     pub fn from_env() -> Result<Self> {
-        let base_url = std::env::var(BASE_URL_VAR)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        let base_url = super::http::env_or(BASE_URL_VAR, DEFAULT_BASE_URL);
         OpenAi::new(base_url, std::env::var(API_KEY_VAR).ok())
     }
 

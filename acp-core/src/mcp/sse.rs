@@ -12,6 +12,7 @@
 //! [`POST_TIMEOUT`]), and the errors. The GET stream belongs to the transport: dropping or
 //! closing it closes the connection, and no task is left behind.
 
+use crate::error::chain;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -80,21 +81,6 @@ pub(crate) enum SseError {
 /// A failed request, without its URL (a token may be in it; the server's name says which).
 fn request_error(error: reqwest::Error) -> SseError {
     SseError::Request(error.without_url())
-}
-
-/// An error and its sources, `: `-separated (reqwest's own message says little).
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let part = e.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = e.source();
-    }
-    text
 }
 
 fn quote(body: &str) -> String {
