@@ -350,3 +350,73 @@ async fn the_conversation_comes_back_after_a_restart() {
     );
     second.close().await.unwrap();
 }
+
+/// A model whose whole answer has already arrived: `n` text deltas (`"{i:07} "`), a piece
+/// of reasoning, then one more text delta.
+struct Burst(usize);
+
+impl acp::llm::Provider for Burst {
+    fn stream<'a>(
+        &'a self,
+        _request: acp::llm::Request<'a>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = acp::Result<acp::llm::EventStream>> + Send + 'a>>
+    {
+        use acp::llm::{Event, Stop};
+        let mut events: Vec<acp::Result<Event>> = (0..self.0)
+            .map(|i| Ok(Event::Text(format!("{i:07} "))))
+            .collect();
+        events.push(Ok(Event::Reasoning("hm".into())));
+        events.push(Ok(Event::Text("end".into())));
+        events.push(Ok(Event::Stop(Stop::EndTurn)));
+        let stream = futures_util::stream::iter(events);
+        Box::pin(async move { Ok(Box::pin(stream) as acp::llm::EventStream) })
+    }
+}
+
+#[tokio::test]
+async fn deltas_already_waiting_go_out_joined_in_order_at_most_64_kib_a_chunk() {
+    struct Fast(Model);
+    #[acp::agent(name = "fast")]
+    impl Fast {
+        async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+            self.0.run(cx, &prompt).await
+        }
+    }
+    let n = 20_000;
+    let client = TestClient::builder()
+        .connect(Fast(Model::new(Burst(n), "burst")))
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("go").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    let expected: String = (0..n).map(|i| format!("{i:07} ")).collect::<String>() + "end";
+    assert_eq!(turn.text(), expected, "every delta, in order");
+    assert_eq!(turn.thoughts(), "hm");
+    let chunks: Vec<usize> = turn
+        .updates()
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::AgentMessageChunk(c) => match &c.content {
+                acp::schema::ContentBlock::Text(t) => Some(t.text.len()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    // 160,000 bytes of deltas: three joined chunks of at most 64 KiB, then "end" alone
+    // (after the reasoning, which is not joined to text).
+    assert!(chunks.len() >= 4 && chunks.len() < 10, "{chunks:?}");
+    assert!(chunks.iter().all(|&len| len <= 64 * 1024 + 8), "{chunks:?}");
+    assert_eq!(chunks.last(), Some(&3), "{chunks:?}");
+    let kinds: Vec<&str> = turn
+        .updates()
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::AgentMessageChunk(_) => Some("text"),
+            SessionUpdate::AgentThoughtChunk(_) => Some("thought"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds[kinds.len() - 2..], ["thought", "text"], "{kinds:?}");
+}

@@ -38,8 +38,6 @@ pub(crate) enum Stop {
 pub(crate) struct StreamRead {
     pub(crate) bytes: usize,
     pub(crate) parsed: usize,
-    /// When the first chunk had been read and checked.
-    pub(crate) first_chunk: Option<Instant>,
 }
 
 /// Counters the pump keeps while waiting.
@@ -205,7 +203,6 @@ impl<R: BufRead, W: Write> Client<R, W> {
         let mut seen = Seen::default();
         let mut parsed = 0;
         let mut index = 0;
-        let mut first_chunk = None;
         // From the last chunk that passed the full check.
         let mut template: Option<Template> = None;
         loop {
@@ -252,7 +249,6 @@ impl<R: BufRead, W: Write> Client<R, W> {
                                 return Ok(StreamRead {
                                     bytes: seen.bytes,
                                     parsed,
-                                    first_chunk,
                                 });
                             }
                             _ => {}
@@ -277,9 +273,6 @@ impl<R: BufRead, W: Write> Client<R, W> {
                                 template.before.extend_from_slice(&body[..at]);
                                 template.after.clear();
                                 template.after.extend_from_slice(&body[end..]);
-                                if index == 0 {
-                                    first_chunk = Some(Instant::now());
-                                }
                                 index += 1;
                                 continue;
                             }
@@ -308,7 +301,6 @@ impl<R: BufRead, W: Write> Client<R, W> {
                     return Ok(StreamRead {
                         bytes: seen.bytes,
                         parsed,
-                        first_chunk,
                     });
                 }
                 _ => return Err(self.stream_mismatch(index, n, "another frame")),

@@ -15,9 +15,11 @@
 //!   the agent makes its own at its first `llm` prompt;
 //! - *loop*: the bench agent (ours, default store) prompted `llm`, which runs
 //!   `Model::run` on `OpenAi::from_env()` pointed at the server (`OPENAI_BASE_URL`,
-//!   `ACP_MODEL`); the client checks the `n` chunks and the `end_turn` answer with
-//!   `Client::read_stream`, as in the `stream` workload, timed from the prompt sent to the
-//!   answer read. Per run, the time from the server's first byte to the client having read
+//!   `ACP_MODEL`); the client (`read_text`) parses every frame and checks that the message
+//!   chunks join into the `n` deltas' texts, in order, then the `end_turn` answer, timed
+//!   from the prompt sent to the answer read. The loop joins deltas that arrived while it
+//!   was sending into one chunk, so the rates of both readers are deltas per second, and
+//!   the number of chunks is reported. Per run, the time from the server's first byte to the client having read
 //!   and checked the first `agent_message_chunk` is recorded too. The loop runs once more
 //!   per run without the store (`ACP_BENCH_NO_STORE`), to tell the store's share.
 //!
@@ -39,7 +41,9 @@ use serde::Deserialize;
 use sse_stream::SseStream;
 
 use crate::agents::Impl;
+use crate::client::{Client, Stop, check_stop};
 use crate::frames::chunk_text;
+use crate::frames::{Frame, UpdateParams};
 use crate::report::Stats;
 use crate::{Result, env_number};
 
@@ -181,8 +185,9 @@ struct Delta<'a> {
 }
 
 /// The raw reader, once: request to `[DONE]`, every delta checked.
-async fn raw(base_url: &str, n: usize) -> Result<Duration> {
+async fn raw(base_url: &str, n: usize) -> Result<(Duration, u64)> {
     let started = Instant::now();
+    let cpu_before = thread_cpu();
     let client = reqwest::Client::new();
     let body = serde_json::json!({
         "model": "bench",
@@ -223,27 +228,123 @@ async fn raw(base_url: &str, n: usize) -> Result<Duration> {
         }
     }
     let elapsed = started.elapsed();
+    let cpu = thread_cpu().saturating_sub(cpu_before);
     if !done || index != n {
         return Err(format!("{index} of {n} deltas, then the stream ended (done: {done})").into());
     }
-    Ok(elapsed)
+    Ok((elapsed, cpu))
 }
 
-/// The loop, once: a fresh agent prompted `llm`; chunks/s and first byte → first chunk.
-fn in_loop(agent: &Impl, server: &ModelServer, n: usize) -> Result<(f64, Duration)> {
+/// What one run of the loop measured.
+struct Looped {
+    /// Deltas/s: the `n` deltas' text read and checked at the editor, per second.
+    rate: f64,
+    /// The server's first byte → the editor's first chunk.
+    first: Duration,
+    /// Message chunks the text came in (fewer than the deltas when the loop joined those
+    /// that arrived while it was sending).
+    chunks: usize,
+    /// The agent's CPU time (all its threads) from the prompt to its answer, per delta, ns.
+    cpu_per_delta: f64,
+}
+
+/// CPU time a process has run, all threads, in ns (the kernel's `schedstat`; 0 when it is
+/// not readable, e.g. not on Linux).
+fn process_cpu(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// CPU time the calling thread has run, in ns (0 when not readable).
+fn thread_cpu() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|stat| stat.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The loop, once: a fresh agent prompted `llm`.
+fn in_loop(agent: &Impl, server: &ModelServer, expected: &str, n: usize) -> Result<Looped> {
     let mut process = agent.spawn()?;
+    let cpu_before = process_cpu(process.pid());
     let started = Instant::now();
     let id = process.client.prompt("llm")?;
-    let read = process.client.read_stream(id, n);
+    let read = read_text(&mut process.client, id, expected);
     let elapsed = started.elapsed();
+    let cpu = process_cpu(process.pid()).saturating_sub(cpu_before);
     process.finish();
     let first_byte = server.first_byte()?;
-    let read = read?;
-    let first_chunk = read.first_chunk.ok_or("no first chunk")?;
-    Ok((
-        n as f64 / elapsed.as_secs_f64(),
-        first_chunk.saturating_duration_since(first_byte),
-    ))
+    let (chunks, first_chunk) = read?;
+    Ok(Looped {
+        rate: n as f64 / elapsed.as_secs_f64(),
+        first: first_chunk.saturating_duration_since(first_byte),
+        chunks,
+        cpu_per_delta: cpu as f64 / n as f64,
+    })
+}
+
+/// Reads the loop's turn (prompt `id`, protocol v1) to its `end_turn` answer: its
+/// `agent_message_chunk`s, each parsed in place, must join into `expected` in order, and
+/// nothing else may arrive. Returns how many chunks, and when the first had been checked.
+fn read_text<R: BufRead, W: Write>(
+    client: &mut Client<R, W>,
+    id: u64,
+    expected: &str,
+) -> Result<(usize, Instant)> {
+    let id_text = id.to_string();
+    let session = client.session.clone();
+    let mut at = 0;
+    let mut chunks = 0;
+    let mut first = None;
+    loop {
+        let line = client.read_frame()?;
+        let frame: Frame<'_, UpdateParams<'_>> = serde_json::from_slice(line)
+            .map_err(|e| format!("after {at} bytes of text: unreadable frame ({e})"))?;
+        if let Some(raw_id) = frame.id {
+            if raw_id.get() != id_text || frame.method.is_some() {
+                return Err(
+                    format!("after {at} bytes of text: a request or another answer").into(),
+                );
+            }
+            let Some(result) = frame.result else {
+                return Err(format!("the turn failed: {:?}", frame.error.map(|e| e.get())).into());
+            };
+            check_stop(Stop::Answer(Ok(result.get().to_owned())), "end_turn")?;
+            if at != expected.len() {
+                return Err(
+                    format!("{at} of {} bytes of text, then the answer", expected.len()).into(),
+                );
+            }
+            return Ok((chunks, first.ok_or("no chunk")?));
+        }
+        let text = match (frame.method.as_deref(), frame.params) {
+            (Some("session/update"), Some(params))
+                if params.session_id == session
+                    && params.update.session_update == "agent_message_chunk" =>
+            {
+                params.update.content.and_then(|c| c.text)
+            }
+            _ => None,
+        };
+        let Some(text) = text else {
+            return Err(
+                format!("after {at} bytes of text, not a text chunk of the session").into(),
+            );
+        };
+        let text: Cow<'_, str> = serde_json::from_str(text.get())?;
+        if !expected[at..].starts_with(&*text) {
+            return Err(format!("after {at} bytes of text, an unexpected chunk").into());
+        }
+        at += text.len();
+        chunks += 1;
+        first.get_or_insert_with(Instant::now);
+    }
 }
 
 /// What the workload measured.
@@ -257,6 +358,13 @@ pub(crate) struct Samples {
     /// Deltas/s of the raw reader, per run.
     raw: Vec<f64>,
     first_chunk: Vec<Duration>,
+    /// Message chunks the loop's deltas came in, per run (default store).
+    chunks: Vec<usize>,
+    /// CPU ns per delta: the agent process (default store; no store), the raw reader's
+    /// thread.
+    looped_cpu: Vec<f64>,
+    looped_no_store_cpu: Vec<f64>,
+    raw_cpu: Vec<f64>,
     problems: Vec<String>,
 }
 
@@ -283,24 +391,38 @@ pub(crate) fn run(ours: &Impl) -> Result<Samples> {
         n,
         ..Samples::default()
     };
+    let mut expected = String::new();
+    let mut text = String::new();
+    for i in 0..n {
+        chunk_text(i, &mut text);
+        expected.push_str(&text);
+    }
     for run in 1..=runs {
         eprintln!("throughput: llm {n}: raw SSE (run {run})");
         let raw = runtime.block_on(raw(&server.base_url(), n));
-        match raw.and_then(|elapsed| server.first_byte().map(|_| elapsed)) {
-            Ok(elapsed) => samples.raw.push(n as f64 / elapsed.as_secs_f64()),
+        match raw.and_then(|measured| server.first_byte().map(|_| measured)) {
+            Ok((elapsed, cpu)) => {
+                samples.raw.push(n as f64 / elapsed.as_secs_f64());
+                samples.raw_cpu.push(cpu as f64 / n as f64);
+            }
             Err(e) => samples.problem(format!("raw SSE (run {run}): {e}")),
         }
         eprintln!("throughput: llm {n}: ours, Model::run (run {run})");
-        match in_loop(&agent, &server, n) {
-            Ok((rate, first)) => {
-                samples.looped.push(rate);
-                samples.first_chunk.push(first);
+        match in_loop(&agent, &server, &expected, n) {
+            Ok(looped) => {
+                samples.looped.push(looped.rate);
+                samples.first_chunk.push(looped.first);
+                samples.chunks.push(looped.chunks);
+                samples.looped_cpu.push(looped.cpu_per_delta);
             }
             Err(e) => samples.problem(format!("loop (run {run}): {e}")),
         }
         eprintln!("throughput: llm {n}: ours, no store, Model::run (run {run})");
-        match in_loop(&unrecorded, &server, n) {
-            Ok((rate, _)) => samples.looped_no_store.push(rate),
+        match in_loop(&unrecorded, &server, &expected, n) {
+            Ok(looped) => {
+                samples.looped_no_store.push(looped.rate);
+                samples.looped_no_store_cpu.push(looped.cpu_per_delta);
+            }
             Err(e) => samples.problem(format!("loop, no store (run {run}): {e}")),
         }
     }
@@ -336,8 +458,8 @@ pub(crate) fn print(samples: &Samples) {
             println!("{label:<47}| {b:>10.0} | {m:>10.0}");
         }
     };
-    row("llm loop: chunks/s at the editor (ours)", &samples.looped);
-    row("llm loop, no store: chunks/s", &samples.looped_no_store);
+    row("llm loop: deltas/s at the editor (ours)", &samples.looped);
+    row("llm loop, no store: deltas/s", &samples.looped_no_store);
     row("raw SSE: deltas/s (reqwest + sse-stream)", &samples.raw);
     if let (Some(l), Some(r), Some(lm), Some(rm)) = (
         best(&samples.looped),
@@ -352,12 +474,44 @@ pub(crate) fn print(samples: &Samples) {
             lm / rm
         );
     }
+    let least = |values: &[f64]| values.iter().copied().reduce(f64::min);
+    let middle = |values: &[f64]| median(values);
+    let cpu_row = |label: &str, values: &[f64]| {
+        if let (Some(b), Some(m)) = (least(values), middle(values)) {
+            println!("{label:<47}| {b:>10.0} | {m:>10.0}");
+        }
+    };
+    cpu_row("CPU ns per delta: the agent (ours)", &samples.looped_cpu);
+    cpu_row(
+        "CPU ns per delta: the agent, no store",
+        &samples.looped_no_store_cpu,
+    );
+    cpu_row("CPU ns per delta: the raw reader", &samples.raw_cpu);
+    if let (Some(l), Some(r), Some(lm), Some(rm)) = (
+        least(&samples.looped_no_store_cpu),
+        least(&samples.raw_cpu),
+        middle(&samples.looped_no_store_cpu),
+        middle(&samples.raw_cpu),
+    ) {
+        println!(
+            "{:<47}| {:>10.2} | {:>10.2}",
+            "raw CPU / loop CPU, no store (goal >= 0.90)",
+            r / l,
+            rm / lm
+        );
+    }
     if let Some(stats) = Stats::of(&samples.first_chunk) {
         println!(
             "{:<47}| p50 {:>6} | p99 {:>6}",
             "first byte -> first chunk: µs",
             stats.p50.as_micros(),
             stats.p99.as_micros()
+        );
+    }
+    if let (Some(min), Some(max)) = (samples.chunks.iter().min(), samples.chunks.iter().max()) {
+        println!(
+            "{:<47}| min {min:>6} | max {max:>6}",
+            "message chunks the deltas came in"
         );
     }
     if !samples.problems.is_empty() {

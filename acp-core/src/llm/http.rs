@@ -14,10 +14,12 @@
 
 use crate::error::chain;
 use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
+use futures_util::{Stream, StreamExt};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, Response};
 use sse_stream::{Sse, SseStream};
@@ -98,7 +100,7 @@ impl DecodeError {
 }
 
 /// One provider's stream format: server-sent events in, [`Event`]s out.
-pub(crate) trait Decoder: Default + Send + 'static {
+pub(crate) trait Decoder: Default + Send + Unpin + 'static {
     /// Decodes one server-sent event into `out`; `Ok(true)` when the call is finished (its
     /// [`Event::Stop`] pushed): nothing more is read.
     fn event(&mut self, sse: Sse, out: &mut VecDeque<Event>) -> Result<bool, DecodeError>;
@@ -387,7 +389,13 @@ impl<D: Decoder> Reader<D> {
         let Some(events) = self.events.as_mut() else {
             return Ok(());
         };
-        let result = match events.next().await {
+        let next = events.next().await;
+        self.take(next)
+    }
+
+    /// Decodes what the event stream gave next (`None`: its end).
+    fn take(&mut self, next: Option<Result<Sse, sse_stream::Error>>) -> Result<(), DecodeError> {
+        let result = match next {
             Some(Ok(sse)) => self.decoder.event(sse, &mut self.out),
             Some(Err(sse_stream::Error::Body(e))) => Err(DecodeError::fatal(format!(
                 "{} ({})",
@@ -408,19 +416,29 @@ impl<D: Decoder> Reader<D> {
 
     /// The events, those already read first; an error ends them.
     fn into_stream(self) -> EventStream {
-        futures_util::stream::unfold(self, |mut reader| async move {
-            loop {
-                if let Some(event) = reader.out.pop_front() {
-                    return Some((Ok(event), reader));
-                }
-                reader.events.as_ref()?;
-                if let Err(e) = reader.read().await {
-                    let error = reader.http.error(e.message);
-                    return Some((Err(error), reader));
-                }
+        Box::pin(self)
+    }
+}
+
+/// Polled in place (the reader is never moved between events: this is the hot path of a
+/// stream, one event per token).
+impl<D: Decoder + Unpin> Stream for Reader<D> {
+    type Item = Result<Event>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Event>>> {
+        let reader = self.get_mut();
+        loop {
+            if let Some(event) = reader.out.pop_front() {
+                return Poll::Ready(Some(Ok(event)));
             }
-        })
-        .boxed()
+            let Some(events) = reader.events.as_mut() else {
+                return Poll::Ready(None);
+            };
+            let next = std::task::ready!(events.poll_next_unpin(cx));
+            if let Err(e) = reader.take(next) {
+                return Poll::Ready(Some(Err(reader.http.error(e.message))));
+            }
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 
 use super::{Conversation, Event, EventStream, Message, Part, Provider, Request, Role, Stop};
 use super::{ToolSpec, Usage};
@@ -119,7 +119,10 @@ impl Model {
     /// tools) until it answers.
     ///
     /// - Its text streams to the editor as message chunks, its reasoning as thought chunks,
-    ///   as they arrive.
+    ///   as they arrive. Deltas that arrived while the last chunk was being sent go out
+    ///   joined, as one chunk (up to 64 KiB): a model that outruns the editor's connection
+    ///   costs one frame per batch, not one per token, and one that does not is never
+    ///   delayed.
     /// - A tool call is shown (pending, titled by the tool) as soon as the model names the
     ///   tool, then runs by name in that call ([`Session::call_tool_in`]): permission, in
     ///   progress, completed or failed. Its result goes back to the model; so does an error
@@ -204,22 +207,66 @@ impl Model {
             () = cx.cancelled() => return Err(Error::Cancelled),
             stream = self.provider.stream(request) => stream?,
         };
+        // An event read ahead while coalescing, to take next.
+        let mut ahead = None;
         loop {
-            let event = tokio::select! {
-                biased;
-                () = cx.cancelled() => {
-                    drop(stream);
-                    return Err(Error::Cancelled);
-                }
-                event = stream.next() => event,
+            let event = match ahead.take() {
+                Some(event) => event,
+                None => tokio::select! {
+                    biased;
+                    () = cx.cancelled() => {
+                        drop(stream);
+                        return Err(Error::Cancelled);
+                    }
+                    event = stream.next() => event,
+                },
             };
             match event {
                 None => return Ok(Stop::EndTurn),
                 Some(Err(e)) => return Err(e),
                 Some(Ok(Event::Stop(stop))) => return Ok(stop),
-                Some(Ok(event)) => answer.take(cx, tools, event).await?,
+                Some(Ok(event)) => {
+                    let event = coalesce(event, &mut stream, &mut ahead);
+                    answer.take(cx, tools, event).await?;
+                }
             }
         }
+    }
+}
+
+/// The most text one coalesced chunk carries.
+const COALESCE_LIMIT: usize = 64 * 1024;
+
+/// Joins to a text (or reasoning) `event` the deltas of the same kind that have already
+/// arrived behind it, so that a model streaming faster than the editor reads costs one frame
+/// per batch instead of one per token; when the editor keeps up, nothing is waiting and
+/// every delta goes out alone, at once. The first event of another kind read is left in
+/// `ahead`.
+fn coalesce(
+    event: Event,
+    stream: &mut EventStream,
+    ahead: &mut Option<Option<Result<Event>>>,
+) -> Event {
+    let (mut text, reasoning) = match event {
+        Event::Text(text) => (text, false),
+        Event::Reasoning(text) => (text, true),
+        event => return event,
+    };
+    while text.len() < COALESCE_LIMIT {
+        match stream.next().now_or_never() {
+            None => break,
+            Some(Some(Ok(Event::Text(more)))) if !reasoning => text.push_str(&more),
+            Some(Some(Ok(Event::Reasoning(more)))) if reasoning => text.push_str(&more),
+            Some(next) => {
+                *ahead = Some(next);
+                break;
+            }
+        }
+    }
+    if reasoning {
+        Event::Reasoning(text)
+    } else {
+        Event::Text(text)
     }
 }
 

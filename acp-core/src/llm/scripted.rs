@@ -232,6 +232,22 @@ impl Drop for DropFlag {
     }
 }
 
+/// Pending once (waking itself at once), then ready: what separates two scripted events.
+struct Apart(bool);
+
+impl Future for Apart {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
 impl Provider for Scripted {
     fn stream<'a>(
         &'a self,
@@ -264,8 +280,13 @@ impl Provider for Scripted {
             }
             let hold = reply.hold;
             let mut flag = DropFlag { inner, done: false };
-            let events = reply.events.into_iter().map(Some);
-            let tail = stream::iter(events).chain(stream::once(async move {
+            // Each event arrives on its own, as a model's tokens do (so the loop does not join
+            // them into one chunk).
+            let events = stream::iter(reply.events.into_iter().map(Some)).then(|event| async {
+                Apart(false).await;
+                event
+            });
+            let tail = events.chain(stream::once(async move {
                 if hold {
                     std::future::pending::<()>().await;
                 }
