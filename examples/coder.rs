@@ -16,14 +16,16 @@
 //!
 //! Provider from the environment: an OpenAI-compatible server (`OPENAI_BASE_URL`,
 //! `OPENAI_API_KEY`: OpenAI, llama.cpp, vLLM, Ollama, LM Studio, OpenRouter…) or Anthropic
-//! (`ANTHROPIC_API_KEY`); `ACP_MODEL` names the model, `ACP_CONTEXT_WINDOW` its window.
+//! (`ANTHROPIC_API_KEY`); `ACP_MODEL` names the model, `ACP_CONTEXT_WINDOW` its window. The
+//! editor may send the model's requests elsewhere (its gateway, with its headers) through
+//! the unstable `providers/*` methods (feature `llm-providers`): the endpoint `main`.
 //!
 //! Try: `ACP_MODEL=gpt-4.1-mini OPENAI_API_KEY=… cargo run --example coder` as the editor's
 //! agent command.
 
 use std::path::PathBuf;
 
-use acp::llm::Model;
+use acp::llm::{Endpoint, Model};
 use acp::schema::{PlanEntry, PlanEntryPriority, PlanEntryStatus};
 use acp::{Diff, Prompt, Session, StopReason};
 
@@ -208,7 +210,9 @@ async fn main() -> acp::Result<()> {
     let (provider, model) = acp::llm::from_env()?;
     let main = model.ok_or_else(|| acp::Error::msg("set ACP_MODEL to the model's name"))?;
     let small = std::env::var("ACP_SMALL_MODEL").unwrap_or_else(|_| main.clone());
-    let mut model = Model::shared(provider, main).max_turn_requests(100);
+    // The editor may send the model's requests through its own gateway (`providers/set`).
+    let endpoint = Endpoint::new("main", provider);
+    let mut model = Model::new(endpoint.clone(), main).max_turn_requests(100);
     if let Some(window) = std::env::var("ACP_CONTEXT_WINDOW")
         .ok()
         .and_then(|w| w.parse().ok())
@@ -217,6 +221,7 @@ async fn main() -> acp::Result<()> {
     }
     acp::Server::new(Coder::new(model, &small))
         .local_fallback(true)
+        .llm_providers([endpoint])
         .serve_stdio()
         .await
 }

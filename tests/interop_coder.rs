@@ -4,7 +4,8 @@
 //! (`OPENAI_BASE_URL` on 127.0.0.1, replies streamed in the Chat Completions chunk format and
 //! decided from the request's messages). Each test runs one scenario of the script: a task that
 //! reads, edits and runs a command with permissions; ask mode refusing an edit; a restart
-//! mid-conversation resumed with the model's history. The script asserts the exact frames of
+//! mid-conversation resumed with the model's history; the editor rerouting the model
+//! through its gateway (`providers/*`, unstable). The script asserts the exact frames of
 //! each turn, the files on disk and what coder sent the model, and validates every frame
 //! against the SDK's JSON Schema.
 //!
@@ -23,4 +24,5 @@ interop_scenarios!(CODER;
     read_edit_run,
     ask_mode_refuses_edit,
     restart_resumes_history,
+    editor_reroutes_the_model,
 );

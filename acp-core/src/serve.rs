@@ -84,6 +84,9 @@ pub struct Server<A> {
     local_fallback: bool,
     /// See [`Connection::local_files`](crate::session::Connection::local_files).
     local_files: Option<Arc<dyn crate::session::local::fs::Files>>,
+    /// The endpoints the editor may configure (`providers/*`).
+    #[cfg(feature = "llm-providers")]
+    llm_providers: Option<crate::llm::providers::Endpoints>,
 }
 
 /// Where a server records its sessions.
@@ -119,7 +122,28 @@ impl<A: Agent> Server<A> {
             mcp_permission: McpPermission::default(),
             local_fallback: false,
             local_files: None,
+            #[cfg(feature = "llm-providers")]
+            llm_providers: None,
         }
+    }
+
+    /// Lets the editor configure these model endpoints (Unstable: ACP's "Configurable LLM
+    /// Providers" RFD): the agent advertises `agentCapabilities.providers` and answers
+    /// `providers/list` (each endpoint's id, the API types it can be set to, whether it is
+    /// required, and where it sends requests now, never its headers), `providers/set` (an
+    /// unknown id or an API type it cannot speak is `-32602`) and `providers/disable` (a
+    /// required endpoint is `-32602`, an unknown id is done). What the editor sets is the
+    /// process's: every connection sees it, from the next model call on; it is never written
+    /// to disk. See [`llm::Endpoint`](crate::llm::Endpoint).
+    #[cfg(feature = "llm-providers")]
+    pub fn llm_providers(
+        mut self,
+        endpoints: impl IntoIterator<Item = crate::llm::Endpoint>,
+    ) -> Self {
+        self.llm_providers = Some(crate::llm::providers::Endpoints(
+            endpoints.into_iter().collect(),
+        ));
+        self
     }
 
     /// Points the local file backend at `files` instead of this machine's disk (for
@@ -258,6 +282,8 @@ impl<A: Agent> Server<A> {
             mcp_permission,
             local_fallback,
             local_files,
+            #[cfg(feature = "llm-providers")]
+            llm_providers,
         } = self;
         static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
         let span = debug_span!("acp", conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed));
@@ -282,6 +308,10 @@ impl<A: Agent> Server<A> {
             client: agent.info(),
         });
         conn.extensions.insert(Tools(agent.clone()));
+        #[cfg(feature = "llm-providers")]
+        if let Some(endpoints) = llm_providers {
+            conn.extensions.insert(endpoints);
+        }
         let writer_task = tokio::spawn(write_loop(queue, peer.clone()).instrument(span.clone()));
         let router = Router::new(agent, conn.clone(), Arc::new(settings));
         let read = read_loop(LineReader::new(reader, max_line), &peer, &router)

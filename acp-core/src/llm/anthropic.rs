@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use sse_stream::Sse;
 
 use super::http::{DecodeError, Decoder, Http, Retry, cut};
-use super::{Event, EventStream, Message, Part, Provider, Request, Role, Stop, Usage};
+use super::{Api, Event, EventStream, Message, Part, Provider, Request, Role, Route, Stop, Usage};
 use crate::Result;
 
 /// The environment variable naming the API's base URL.
@@ -81,9 +81,29 @@ impl Anthropic {
         self.http.retry = retry;
         self
     }
+
+    /// The same client, sending these headers with every request too (a gateway's routing
+    /// or its own `Authorization`: one of the same name as the provider's replaces it).
+    /// Values are treated as secrets: never logged or shown by `Debug`.
+    ///
+    /// Fails when a name or value cannot be an HTTP header.
+    pub fn with_headers<'h>(
+        mut self,
+        headers: impl IntoIterator<Item = (&'h str, &'h str)>,
+    ) -> Result<Self> {
+        self.http.add_headers(headers)?;
+        Ok(self)
+    }
 }
 
 impl Provider for Anthropic {
+    fn route(&self) -> Option<Route> {
+        Some(Route {
+            api: Api::Anthropic,
+            base_url: self.http.base_url().to_owned(),
+        })
+    }
+
     fn stream<'a>(
         &'a self,
         request: Request<'a>,

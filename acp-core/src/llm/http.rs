@@ -127,6 +127,8 @@ pub(crate) struct Http {
     key_var: &'static str,
     key: Option<String>,
     pub(crate) retry: Retry,
+    /// Headers sent with every request, after (and over) the provider's own.
+    extra: HeaderMap,
 }
 
 impl std::fmt::Debug for Http {
@@ -178,7 +180,34 @@ impl Http {
             key_var,
             key: key.filter(|k| !k.is_empty()),
             retry: Retry::default(),
+            extra: HeaderMap::new(),
         })
+    }
+
+    /// The base URL, without a trailing `/`.
+    pub(crate) fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// Adds headers sent with every request, replacing the provider's own of the same name
+    /// (e.g. an `Authorization` of a gateway). Their values may be secrets: none is ever
+    /// shown by `Debug`, logs or errors.
+    pub(crate) fn add_headers<'h>(
+        &mut self,
+        headers: impl IntoIterator<Item = (&'h str, &'h str)>,
+    ) -> Result<()> {
+        for (name, value) in headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| Error::msg(format!("`{name}` is not a valid header name")))?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| {
+                Error::msg(format!(
+                    "the value of header `{name}` is not a valid header value"
+                ))
+            })?;
+            value.set_sensitive(true);
+            self.extra.insert(name, value);
+        }
+        Ok(())
     }
 
     /// The API key, if one is set.
@@ -204,6 +233,10 @@ impl Http {
         body: Vec<u8>,
     ) -> Result<EventStream> {
         let url = format!("{}{path}", self.base_url);
+        let mut headers = headers;
+        for (name, value) in &self.extra {
+            headers.insert(name, value.clone());
+        }
         let mut retries = 0;
         loop {
             let failure = match self.attempt::<D>(&url, &headers, &body).await {

@@ -10,8 +10,11 @@
 //!   chunks as they arrive; the model's tool calls run through the session's tool table by
 //!   name; results go back to the model, until it answers.
 //!
+//! - The editor's endpoint (feature `llm-providers`, the unstable `providers/*` methods):
+//!   an [`Endpoint`] is a provider the editor may point at its own gateway or disable.
+//!
 //! Where it sits: above `tools` and `mcp` (it uses the session's tool table), below `agent`;
-//! nothing in the runtime uses it, only authors and examples.
+//! the runtime uses only [`providers`] (the router answers `providers/*` from it).
 //!
 //! | file | owns |
 //! | --- | --- |
@@ -22,9 +25,11 @@
 //! | `env.rs` | which provider and model the environment configures ([`from_env`]) |
 //! | `run.rs` | the loop: [`Model`] and [`Model::run`] |
 //! | `conversation.rs` | [`Conversation`], the session's history with its model (a `Persist` value) |
+//! | `providers.rs` | [`Endpoint`]: a provider the editor may reroute or disable (`providers/*`) |
 //! | `scripted.rs` | [`scripted::Scripted`], a provider answering from a script, for tests and offline examples |
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures_util::Stream;
 use serde::{Deserialize, Serialize};
@@ -213,6 +218,44 @@ pub trait Provider: Send + Sync + 'static {
         &'a self,
         request: Request<'a>,
     ) -> Pin<Box<dyn Future<Output = Result<EventStream>> + Send + 'a>>;
+
+    /// Where its requests go, when it is an HTTP API: shown to an editor that asks
+    /// (`providers/list`). `None` (the default) for anything else.
+    fn route(&self) -> Option<Route> {
+        None
+    }
+}
+
+impl<P: Provider + ?Sized> Provider for Arc<P> {
+    fn stream<'a>(
+        &'a self,
+        request: Request<'a>,
+    ) -> Pin<Box<dyn Future<Output = Result<EventStream>> + Send + 'a>> {
+        (**self).stream(request)
+    }
+
+    fn route(&self) -> Option<Route> {
+        (**self).route()
+    }
+}
+
+/// A model API's wire format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Api {
+    /// OpenAI's Chat Completions, and every server compatible with it ([`OpenAi`]).
+    OpenAi,
+    /// Anthropic's Messages API ([`Anthropic`]).
+    Anthropic,
+}
+
+/// Where a provider sends its requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// The wire format.
+    pub api: Api,
+    /// The base URL.
+    pub base_url: String,
 }
 
 pub mod anthropic;
@@ -226,8 +269,12 @@ pub use http::Retry;
 pub use openai::OpenAi;
 
 mod conversation;
+#[cfg(feature = "llm-providers")]
+pub mod providers;
 mod run;
 pub mod scripted;
 
 pub use conversation::Conversation;
+#[cfg(feature = "llm-providers")]
+pub use providers::Endpoint;
 pub use run::Model;

@@ -8,6 +8,8 @@ mod auth;
 mod ext;
 mod history;
 mod prompt;
+#[cfg(feature = "llm-providers")]
+mod providers;
 mod routes;
 mod sessions;
 #[cfg(feature = "v2")]

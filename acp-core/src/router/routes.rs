@@ -34,6 +34,8 @@ pub(super) fn has_auth<A: Agent>(r: &Router<A>) -> bool {
 
 /// The requests the runtime answers (extension methods are routed apart: see `ext`).
 pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
+    #[cfg(feature = "llm-providers")]
+    let [providers_list, providers_set, providers_disable] = super::providers::requests();
     vec![
         Route {
             method: methods::INITIALIZE,
@@ -95,6 +97,12 @@ pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
             gate: |r: &Router<A>| !r.settings.is_empty(),
             handler: Handler::Spawned(sessions::set_config_option),
         },
+        #[cfg(feature = "llm-providers")]
+        providers_list,
+        #[cfg(feature = "llm-providers")]
+        providers_set,
+        #[cfg(feature = "llm-providers")]
+        providers_disable,
     ]
 }
 
@@ -185,6 +193,10 @@ fn initialize<A: Agent>(
     capabilities.session_capabilities.additional_directories =
         Some(schema::SessionAdditionalDirectoriesCapabilities::new());
     capabilities.mcp_capabilities = mcp::capabilities();
+    #[cfg(feature = "llm-providers")]
+    if super::providers::configurable(r) {
+        capabilities.providers = Some(schema::ProvidersCapabilities::new());
+    }
     if r.store().is_some() {
         capabilities.load_session = true;
         let sessions = &mut capabilities.session_capabilities;

@@ -31,6 +31,8 @@ const AUTH_LOGOUT: &str = "auth/logout";
 
 /// The requests a v2 connection answers.
 pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
+    #[cfg(feature = "llm-providers")]
+    let [providers_list, providers_set, providers_disable] = super::providers::requests();
     vec![
         Route {
             method: methods::INITIALIZE,
@@ -93,6 +95,13 @@ pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
             gate: always,
             handler: Handler::Inline(terminal_cancel),
         },
+        // The same methods, params and answers as in v1.
+        #[cfg(feature = "llm-providers")]
+        providers_list,
+        #[cfg(feature = "llm-providers")]
+        providers_set,
+        #[cfg(feature = "llm-providers")]
+        providers_disable,
     ]
 }
 
@@ -230,10 +239,16 @@ pub(super) fn initialize<A: Agent>(
             })
             .collect();
     let info = r.agent.info();
+    #[cfg_attr(not(feature = "llm-providers"), allow(unused_mut))]
+    let mut capabilities = json!({"session": session});
+    #[cfg(feature = "llm-providers")]
+    if super::providers::configurable(r) {
+        capabilities["providers"] = json!({});
+    }
     let response = json!({
         "protocolVersion": ProtocolVersion::V2,
         "info": info,
-        "capabilities": {"session": session},
+        "capabilities": capabilities,
         "authMethods": auth_methods,
     });
     Ok(jsonrpc::encode_result(id, &response))

@@ -26,6 +26,7 @@ import { spawnAgent } from "./lib/agent.mjs";
 import { ScenarioFailure, WAIT_MS, describeError, runCli, scenario, withTimeout } from "./lib/harness.mjs";
 import { ModelServer, call, chunksOf, say, toolResults } from "./lib/model_server.mjs";
 import { toolCallNumber, turnOf as sharedTurnOf } from "./lib/turns.mjs";
+import { FrameValidator } from "./lib/validator.mjs";
 
 const MODEL = "interop-coder-1";
 /** The key coder must send as `Authorization: Bearer …` and never write to a frame or a log. */
@@ -535,6 +536,49 @@ scenario(
   },
 );
 
+scenario(
+  "editor_reroutes_the_model",
+  "providers/* (unstable): initialize advertises agentCapabilities.providers; providers/list shows the endpoint `main` on coder's own server; providers/set points it at the editor's gateway with the editor's headers; the next turn's model request goes there, carrying those headers (its Authorization replacing coder's key) and nothing to coder's server; disabling the required `main` is invalid params",
+  async ({ fx, c }) => {
+    await fx.startModel(() => {
+      throw new Error("coder's own server must not be called once the editor rerouted the model");
+    });
+    const gateway = await new ModelServer(() => say("Through the gateway.")).start();
+    const GATEWAY_TOKEN = "gw-token-interop-7d2a";
+    try {
+      await fx.run("coder", async (ctx) => {
+        const init = await fx.initialize(ctx);
+        c.equal(init.agentCapabilities?.providers, {}, "initialize: agentCapabilities.providers");
+        const current = (list) => list.providers.map((p) => [p.providerId, p.required, p.supported, p.current]);
+        const before = await ctx.request("providers/list", {});
+        c.equal(current(before), [["main", true, ["openai", "anthropic"], { apiType: "openai", baseUrl: fx.model.baseUrl }]], "providers/list before [id, required, supported, current]");
+        const headers = { Authorization: `Bearer ${GATEWAY_TOKEN}`, "X-Request-Source": "acp-interop" };
+        c.equal(await ctx.request("providers/set", { providerId: "main", apiType: "openai", baseUrl: gateway.baseUrl, headers }), {}, "providers/set answer");
+        const after = await ctx.request("providers/list", {});
+        c.equal(current(after), [["main", true, ["openai", "anthropic"], { apiType: "openai", baseUrl: gateway.baseUrl }]], "providers/list after [id, required, supported, current]");
+        c.check(!JSON.stringify(after).includes(GATEWAY_TOKEN), "providers/list never shows the headers");
+        let refused;
+        try {
+          await ctx.request("providers/disable", { providerId: "main" });
+        } catch (e) {
+          refused = e;
+        }
+        c.equal(refused?.code, -32602, "providers/disable of the required `main`: error code");
+        const { sessionId } = await ctx.request("session/new", { cwd: fx.project, mcpServers: [] });
+        const res = await fx.prompt(ctx, sessionId, "Hello?");
+        c.equal(res.stopReason, "end_turn", "stopReason");
+      });
+      c.equal(fx.model.requests.length, 0, "requests to coder's own server after the reroute");
+      c.equal(gateway.problems, [], "the gateway saw nothing odd");
+      const sent = gateway.requests.map((r) => [r.body.model, r.headers.authorization, r.headers["x-request-source"]]);
+      c.equal(sent, [[MODEL, `Bearer ${GATEWAY_TOKEN}`, "acp-interop"]], "the gateway's requests [model, Authorization, X-Request-Source]");
+    } finally {
+      gateway.close();
+    }
+    fx.finish();
+  },
+);
+
 // ---------------------------------------------------------------------------
 
 runCli({
@@ -546,6 +590,9 @@ runCli({
   multiline: true,
   rawLimit: 600,
   describeError: (e) => describeError(e, { errorObjects: false }),
+  // coder is built with the unstable features it uses (token usage, providers/*): its frames
+  // are validated against the SDK's unstable schema (the stable one plus those).
+  validator: () => new FrameValidator({ unstable: true }),
   // ACP_INTEROP_TRANSCRIPT=1 prints the frame transcript of passing scenarios as well.
   transcriptOnPass: Boolean(process.env.ACP_INTEROP_TRANSCRIPT),
 });

@@ -6,7 +6,7 @@
 //
 // The scenario scripts it: `respond(messages, body, n)` decides each reply from the request's
 // messages (`n`: how many requests came before). Every request is recorded (`requests`:
-// { body, authorization }) so the scenario can assert what the agent sent; anything off (a
+// { body, authorization, headers }) so the scenario can assert what the agent sent; anything off (a
 // wrong path, no `stream: true`, `respond` throwing) is recorded in `problems` and answered
 // with an HTTP 400 error body, which the agent reports instead of retrying.
 
@@ -66,7 +66,7 @@ export class ModelServer {
         return fail(400, `the body is not JSON (${e.message}): ${raw.slice(0, 200)}`);
       }
       const n = this.requests.length;
-      this.requests.push({ body, authorization: req.headers.authorization });
+      this.requests.push({ body, authorization: req.headers.authorization, headers: req.headers });
       if (body.stream !== true) return fail(400, `request #${n + 1}: \`stream\` is ${JSON.stringify(body.stream)}, not true`);
       if (!Array.isArray(body.messages)) return fail(400, `request #${n + 1}: no \`messages\` array`);
       if (n >= MAX_REQUESTS) return fail(400, `request #${n + 1}: more than ${MAX_REQUESTS} model calls in one scenario`);

@@ -23,10 +23,14 @@ import addFormatsModule from "ajv-formats";
 const Ajv2020 = Ajv2020Module.default ?? Ajv2020Module;
 const addFormats = addFormatsModule.default ?? addFormatsModule;
 
-/** `schemaVersion`: "v1" or "v2", the directory under the package's schema/. */
-export function loadSdkSchema(schemaVersion = "v1") {
+/**
+ * `schemaVersion`: "v1" or "v2", the directory under the package's schema/; `unstable`: its
+ * schema.unstable.json (the stable schema plus the unstable methods and fields) instead.
+ */
+export function loadSdkSchema(schemaVersion = "v1", unstable = false) {
   const require = createRequire(import.meta.url);
-  const path = require.resolve(`@agentclientprotocol/sdk/schema/${schemaVersion}/schema.json`);
+  const file = unstable ? "schema.unstable.json" : "schema.json";
+  const path = require.resolve(`@agentclientprotocol/sdk/schema/${schemaVersion}/${file}`);
   const schema = JSON.parse(readFileSync(path, "utf8"));
   // package.json is not in the package's "exports"; it sits two levels above schema/<version>/.
   const pkgPath = join(dirname(path), "..", "..", "package.json");
@@ -45,10 +49,10 @@ const REQUIRED_METHODS = {
 };
 
 export class FrameValidator {
-  /** `schemaVersion`: "v1" (the default) or "v2". */
-  constructor({ schemaVersion = "v1" } = {}) {
-    const { schema, path, version } = loadSdkSchema(schemaVersion);
-    const SCHEMA_ID = `urn:acp-interop:sdk-schema-${schemaVersion}`;
+  /** `schemaVersion`: "v1" (the default) or "v2"; `unstable`: the unstable schema. */
+  constructor({ schemaVersion = "v1", unstable = false } = {}) {
+    const { schema, path, version } = loadSdkSchema(schemaVersion, unstable);
+    const SCHEMA_ID = `urn:acp-interop:sdk-schema-${schemaVersion}${unstable ? "-unstable" : ""}`;
     this.schemaVersion = schemaVersion;
     this.schemaPath = path;
     this.sdkVersion = version;
