@@ -1,6 +1,7 @@
 //! The `coder` example under `acp::testing`, its model a scripted provider: a task that reads,
 //! edits and runs a command with permissions; ask mode refusing an edit before the user is
-//! asked; the model picked with the `model` config option; the plan tool.
+//! asked; the model picked with the `model` config option; the plan tool; a restart
+//! mid-conversation, the session loaded by another process with the model's history.
 
 use acp::StopReason;
 use acp::llm::scripted::{Reply, Scripted};
@@ -183,4 +184,57 @@ async fn the_plan_tool_shows_the_plan() {
         .map(|e| e.content.as_str())
         .collect();
     assert_eq!(steps, ["Read the code", "Fix the bug"]);
+}
+
+#[tokio::test]
+async fn a_restart_mid_conversation_loads_the_session_with_the_models_history() {
+    let store = std::sync::Arc::new(acp::store::MemoryStore::default());
+    let fs = MemoryFs::new().with(LIB, "pub fn two() -> u32 { 1 + 1 }\n");
+    let serve = |provider: &Scripted| {
+        let coder = coder::Coder::new(Model::new(provider.clone(), "main-model"), "small-model");
+        let server = acp::Server::new(coder).shared_store(store.clone());
+        TestClient::builder().fs(fs.clone()).serve(server)
+    };
+    let first_provider = Scripted::new()
+        .reply(Reply::new().tool_call("1", "read", json!({"path": "src/lib.rs"})))
+        .reply(Reply::new().text("It returns 2."));
+    let first = serve(&first_provider).await.unwrap();
+    let session = first.new_session().await.unwrap();
+    let turn = session.prompt("what does two() return?").await.unwrap();
+    assert_eq!(turn.text(), "It returns 2.");
+    let id = session.id().clone();
+    first.close().await.unwrap();
+
+    // Another process of the agent, on the same store: the editor loads the session.
+    let second_provider = Scripted::new().reply(Reply::new().text("Nothing else."));
+    let second = serve(&second_provider).await.unwrap();
+    let loaded = second.load_session(&id).await.unwrap();
+    assert!(
+        loaded
+            .replayed
+            .iter()
+            .any(|u| matches!(u, acp::schema::SessionUpdate::AgentMessageChunk(_))),
+        "the first turn is replayed to the editor"
+    );
+    let turn = loaded.session.prompt("anything else?").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    let sent = &second_provider.requests()[0].messages;
+    let first_sent = &first_provider.requests()[1].messages;
+    assert_eq!(
+        sent[..first_sent.len()],
+        first_sent[..],
+        "the prompt, the read call and its result, as the first process sent them"
+    );
+    assert_eq!(
+        sent[first_sent.len()..],
+        [
+            acp::llm::Message::assistant("It returns 2."),
+            acp::llm::Message::user("anything else?")
+        ]
+    );
+    assert!(
+        matches!(&first_sent[2].content[0], Part::ToolResult { content, .. } if content.contains("1 + 1")),
+        "{first_sent:?}"
+    );
+    second.close().await.unwrap();
 }
