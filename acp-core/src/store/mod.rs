@@ -1,16 +1,34 @@
-//! Where sessions outlive the process: the [`SessionStore`] trait and its two implementations,
-//! [`MemoryStore`] (for tests and process-lifetime history) and [`SqliteStore`] (the default,
-//! on disk).
+//! Where sessions outlive the process: the [`SessionStore`] trait and its implementations,
+//! [`MemoryStore`] (for tests and process-lifetime history), [`SqliteStore`] (the default, on
+//! disk) and, with feature `postgres`, [`PostgresStore`] (a PostgreSQL database shared by
+//! several replicas of an agent).
 //!
 //! This module owns what is kept about a session — its metadata ([`StoredSession`]), its
 //! record log ([`Record`]s at increasing [`Cursor`]s) and the agent's own per-session values
-//! (`put_state` / `state`) — and the paging of `session/list` ([`Page`]). It knows nothing of
-//! sessions' runtime state: the runtime decides what to record and when, and answers
-//! `session/list`, `session/load`, `session/resume`, `session/close` and `session/delete` from
-//! what a store returns.
+//! (`put_state` / `state`) — the paging of `session/list` ([`Page`]), the ownership leases of
+//! replicas ([`SessionStore::acquire_lease`]) and which store a database URL names
+//! ([`open_url`], [`DATABASE_URL_VAR`]). It knows nothing of sessions' runtime state: the
+//! runtime decides what to record and when, and answers `session/list`, `session/load`,
+//! `session/resume`, `session/close` and `session/delete` from what a store returns.
 //!
-//! Shared by both implementations (so they behave the same): the list cursor codec and the
+//! Shared by the implementations (so they behave the same): the list cursor codec and the
 //! order of `list`, and the store's clock (`updated_at`).
+//!
+//! # Choosing the store with no code: `$ACP_DATABASE_URL`
+//!
+//! [`serve_stdio`](crate::serve_stdio) (and [`Server::serve_stdio`](crate::Server::serve_stdio)
+//! without a [`store`](crate::Server::store) call) records into the store that
+//! `$ACP_DATABASE_URL` names:
+//!
+//! - `postgres://…` or `postgresql://…`: a [`PostgresStore`] on that database (libpq's URL
+//!   form; needs feature `postgres`, else serving fails saying so);
+//! - `sqlite://PATH`: a [`SqliteStore`] in the file at `PATH` (`sqlite:///var/lib/a.db` is
+//!   `/var/lib/a.db`; `sqlite://a.db` is relative to the working directory);
+//! - unset or empty: the agent's default SQLite file ([`SqliteStore::default_path`]).
+//!
+//! Anything else fails serving at once with an error naming the variable (never the URL's
+//! password). The store is opened in the background as always: `initialize` never waits for
+//! the database.
 //!
 //! # The order of `list`, and why its cursor survives concurrent appends
 //!
@@ -29,7 +47,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
 
@@ -38,13 +56,20 @@ use crate::schema;
 
 mod memory;
 mod opening;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod record;
 mod sqlite;
+pub(crate) mod url;
 
 pub use memory::MemoryStore;
 pub(crate) use opening::Opening;
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use postgres::PostgresStore;
 pub use record::{Batch, Record};
 pub use sqlite::SqliteStore;
+pub use url::{DATABASE_URL_VAR, open_url};
 
 /// A position in a session's record log: strictly increasing per session, never reused (also
 /// after deletions of other sessions). Kept as a cursor for a later `replayFrom`.
@@ -247,6 +272,50 @@ pub trait SessionStore: Send + Sync + 'static {
             self.save_session(&session).await
         })
     }
+
+    /// Takes or renews the *ownership lease* of session `id` for `holder`: the right to run
+    /// the session's turns, so that two replicas of an agent sharing a store never run turns
+    /// of one session at once. Returns whether `holder` holds the lease now.
+    ///
+    /// - **Granted** (`true`) when the session has no lease, when its lease has expired, or
+    ///   when `holder` already holds it. The lease is then `holder`'s until `ttl` from now
+    ///   (a renewal moves the expiry to `ttl` from now, also when that is sooner).
+    /// - **Refused** (`false`) while another holder's lease has not expired; nothing changes.
+    ///
+    /// `holder` is an opaque name, the same for every call of one owner (e.g. a replica's id);
+    /// two owners must never share one. `ttl` counts in milliseconds (rounded up, at least
+    /// one). A holder keeps the lease by renewing it well before it expires (e.g. every third
+    /// of `ttl`) and must stop running the session's turns as soon as a renewal is refused or
+    /// fails: from its expiry on, another holder may take it over. Leases are independent of
+    /// the session's records: a session id may be leased before it is saved; deleting the
+    /// session removes its lease.
+    ///
+    /// A store shared between processes decides with its own clock (for [`PostgresStore`],
+    /// the database's `now()`), so the replicas' clocks do not matter. The default is for a
+    /// store used by one process (as [`MemoryStore`] and [`SqliteStore`] are meant to be):
+    /// always granted, never recorded.
+    fn acquire_lease<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<bool>> {
+        let _ = (id, holder, ttl);
+        Box::pin(std::future::ready(Ok(true)))
+    }
+
+    /// Gives up `holder`'s lease of session `id` (see [`acquire_lease`](Self::acquire_lease)):
+    /// any holder may take it at once. Does nothing when `holder` does not hold it (another
+    /// holder's lease is never touched), also for an unknown session. The default (one
+    /// process) does nothing.
+    fn release_lease<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        holder: &'a str,
+    ) -> BoxFuture<'a, Result<()>> {
+        let _ = (id, holder);
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 /// The error of an operation on a session the store does not have.
@@ -357,6 +426,12 @@ fn touch_time(previous: Option<&str>) -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    touch_time_at(previous, now)
+}
+
+/// [`touch_time`] on another clock: `now` in milliseconds since the Unix epoch (a shared
+/// database's clock, which the replicas sharing it agree on).
+fn touch_time_at(previous: Option<&str>, now: i64) -> String {
     let at = match previous.and_then(parse_rfc3339_ms) {
         Some(previous) if previous >= now => previous + 1,
         _ => now,

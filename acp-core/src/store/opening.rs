@@ -1,10 +1,11 @@
 //! [`Opening`]: a store still being opened in the background. The runtime serves with one
 //! from the first byte, so that `initialize` never waits for a database: only the operations
-//! that reach the store wait until it is open.
+//! that reach the store wait until it is open. Every operation is passed on, the leases too.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use tokio::sync::watch;
@@ -31,16 +32,21 @@ impl Opening {
     {
         let (tx, opened) = watch::channel(None);
         tokio::task::spawn_blocking(move || {
-            let result = match open() {
-                Ok(store) => Ok(Arc::new(store) as Arc<dyn SessionStore>),
-                Err(e) => {
-                    tracing::warn!(
-                        "sessions will not be recorded: the session store did not open: {e}"
-                    );
-                    Err(e.to_string())
-                }
-            };
-            let _ = tx.send(Some(result));
+            let result = open().map(|store| Arc::new(store) as Arc<dyn SessionStore>);
+            let _ = tx.send(Some(reported(result)));
+        });
+        Opening { opened }
+    }
+
+    /// Starts `open`, a store that opens asynchronously (a database over the network), as a
+    /// task. Call it inside a tokio runtime.
+    pub fn spawn_async<F>(open: F) -> Opening
+    where
+        F: Future<Output = Result<Arc<dyn SessionStore>>> + Send + 'static,
+    {
+        let (tx, opened) = watch::channel(None);
+        tokio::spawn(async move {
+            let _ = tx.send(Some(reported(open.await)));
         });
         Opening { opened }
     }
@@ -58,6 +64,14 @@ impl Opening {
             None => Err(Error::msg("session store: opening it did not finish")),
         }
     }
+}
+
+/// What opening gave, the failure said on stderr.
+fn reported(result: Result<Arc<dyn SessionStore>>) -> Opened {
+    result.map_err(|e| {
+        tracing::warn!("sessions will not be recorded: the session store did not open: {e}");
+        e.to_string()
+    })
 }
 
 impl SessionStore for Opening {
@@ -147,6 +161,23 @@ impl SessionStore for Opening {
         title: Option<&'a str>,
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move { self.store().await?.set_title(id, title).await })
+    }
+
+    fn acquire_lease<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move { self.store().await?.acquire_lease(id, holder, ttl).await })
+    }
+
+    fn release_lease<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        holder: &'a str,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move { self.store().await?.release_lease(id, holder).await })
     }
 }
 
