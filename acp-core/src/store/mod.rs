@@ -45,6 +45,13 @@
 //! created after the first page are not part of that listing (the next `session/list` shows
 //! them), and deleted ones simply drop out.
 
+//!
+#![cfg_attr(feature = "postgres", doc = "[`PostgresStore`]: PostgresStore")]
+#![cfg_attr(
+    not(feature = "postgres"),
+    doc = "[`PostgresStore`]: #choosing-the-store-with-no-code-acp_database_url"
+)]
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -290,7 +297,7 @@ pub trait SessionStore: Send + Sync + 'static {
     /// the session's records: a session id may be leased before it is saved; deleting the
     /// session removes its lease.
     ///
-    /// A store shared between processes decides with its own clock (for [`PostgresStore`],
+    /// A store shared between processes decides with its own clock (for `PostgresStore`,
     /// the database's `now()`), so the replicas' clocks do not matter. The default is for a
     /// store used by one process (as [`MemoryStore`] and [`SqliteStore`] are meant to be):
     /// always granted, never recorded.

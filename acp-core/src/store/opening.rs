@@ -208,6 +208,86 @@ mod tests {
         assert!(opening.session(&id).await.unwrap().is_some());
     }
 
+    /// A memory store whose leases are all held by someone else.
+    struct Taken(MemoryStore);
+
+    impl SessionStore for Taken {
+        fn save_session<'a>(&'a self, s: &'a StoredSession) -> BoxFuture<'a, Result<()>> {
+            self.0.save_session(s)
+        }
+        fn append<'a>(
+            &'a self,
+            id: &'a schema::SessionId,
+            records: &'a [Record],
+        ) -> BoxFuture<'a, Result<Cursor>> {
+            self.0.append(id, records)
+        }
+        fn session<'a>(
+            &'a self,
+            id: &'a schema::SessionId,
+        ) -> BoxFuture<'a, Result<Option<StoredSession>>> {
+            self.0.session(id)
+        }
+        fn records<'a>(
+            &'a self,
+            id: &'a schema::SessionId,
+            after: Option<Cursor>,
+        ) -> BoxFuture<'a, Result<Vec<(Cursor, Record)>>> {
+            self.0.records(id, after)
+        }
+        fn list<'a>(
+            &'a self,
+            cwd: Option<&'a Path>,
+            cursor: Option<&'a str>,
+            limit: usize,
+        ) -> BoxFuture<'a, Result<Page>> {
+            self.0.list(cwd, cursor, limit)
+        }
+        fn delete<'a>(&'a self, id: &'a schema::SessionId) -> BoxFuture<'a, Result<()>> {
+            self.0.delete(id)
+        }
+        fn put_state<'a>(
+            &'a self,
+            id: &'a schema::SessionId,
+            key: &'a str,
+            value: &'a serde_json::Value,
+        ) -> BoxFuture<'a, Result<()>> {
+            self.0.put_state(id, key, value)
+        }
+        fn state<'a>(
+            &'a self,
+            id: &'a schema::SessionId,
+        ) -> BoxFuture<'a, Result<HashMap<String, serde_json::Value>>> {
+            self.0.state(id)
+        }
+        fn acquire_lease<'a>(
+            &'a self,
+            _: &'a schema::SessionId,
+            _: &'a str,
+            _: Duration,
+        ) -> BoxFuture<'a, Result<bool>> {
+            Box::pin(std::future::ready(Ok(false)))
+        }
+        fn release_lease<'a>(
+            &'a self,
+            _: &'a schema::SessionId,
+            _: &'a str,
+        ) -> BoxFuture<'a, Result<()>> {
+            Box::pin(std::future::ready(Err(Error::msg("released"))))
+        }
+    }
+
+    #[tokio::test]
+    async fn leases_are_the_opened_stores() {
+        let opening = Opening::spawn_async(async {
+            Ok(Arc::new(Taken(MemoryStore::new())) as Arc<dyn SessionStore>)
+        });
+        let (id, ttl) = ("s".into(), Duration::from_secs(1));
+        assert!(!opening.acquire_lease(&id, "me", ttl).await.unwrap());
+        let e = opening.release_lease(&id, "me").await.unwrap_err();
+        assert!(e.to_string().contains("released"), "{e}");
+    }
+
     #[tokio::test]
     async fn a_store_that_did_not_open_fails_every_operation_with_the_reason() {
         let opening = Opening::spawn(|| -> Result<MemoryStore> { Err(Error::msg("disk on fire")) });

@@ -1,29 +1,7 @@
 //! [`PostgresStore`]: sessions in a PostgreSQL database that several replicas of an agent
 //! share (feature `postgres`), on `tokio-postgres`.
 //!
-//! # Several replicas, one database
-//!
-//! Every replica opens its own `PostgresStore` on the same database; each sees what the
-//! others committed: `list` shows every session, a session whose replica died is read whole
-//! by another. What keeps them consistent lives in the database, not in any process:
-//!
-//! - **Cursors and touches are handed out in commit order.** Every change that takes them (a
-//!   save, an append, a title) first locks the one row of `acp_counters`, takes the next
-//!   numbers from it and writes them back in the same transaction, so the row lock is held
-//!   until commit. Two appends to one session, from two processes, are therefore ordered
-//!   whole, the first to commit holding the lower cursors; a reader that saw cursor `c` never
-//!   gets a record below `c` committed later, and a `list` snapshot (the touch number in that
-//!   row) never misses a touch below it that commits later. This makes the database's writes
-//!   of sessions one at a time, as SQLite's are: each is one short transaction (a writer
-//!   batch, whatever the number of sessions in it).
-//! - **`updated_at` is the database's clock** (`clock_timestamp()`, read under that lock), so
-//!   the order of `updated_at` is the order of `list` whatever the replicas' clocks say.
-//! - **Leases** ([`SessionStore::acquire_lease`](super::SessionStore::acquire_lease)) are rows
-//!   of `acp_leases` whose expiry is computed with the database's `now()`; one `INSERT … ON
-//!   CONFLICT DO UPDATE … WHERE` grants or refuses, atomically.
-//! - **The schema is created on open**, idempotently (`CREATE … IF NOT EXISTS`), in a
-//!   transaction holding a transaction-scoped advisory lock, so two processes opening a new
-//!   database at once do not race.
+//! How replicas sharing the database stay consistent is in [`PostgresStore`]'s docs.
 //!
 //! # Schema (version 1, in `acp_counters.schema_version`)
 //!
@@ -128,10 +106,13 @@ CREATE TABLE IF NOT EXISTS acp_leases (
 ";
 
 /// A [`SessionStore`](super::SessionStore) in a PostgreSQL database, shared by every replica
-/// of an agent that opens it (see the [module docs](self) for how they stay consistent). Also
-/// what `$ACP_DATABASE_URL=postgres://…` picks with no code.
+/// of an agent that opens it. Also what `$ACP_DATABASE_URL=postgres://…` picks with no code.
 ///
-/// Clones are cheap and share the connections.
+/// Clones are cheap and share the connections (at most 8 at once, opened when needed; one
+/// that broke, e.g. when the server restarted, is replaced by the next operation). Operations
+/// need a tokio runtime. The tables, all prefixed `acp_`, are created on first use, so the
+/// store can live in an existing database (or a schema of its own:
+/// `?options=-csearch_path%3Dacp` in the URL).
 ///
 /// ```no_run
 /// use acp_core::store::PostgresStore;
@@ -140,6 +121,30 @@ CREATE TABLE IF NOT EXISTS acp_leases (
 /// acp_core::Server::new(agent).store(store).serve_stdio().await
 /// # }
 /// ```
+///
+/// # Several replicas, one database
+///
+/// Every replica opens its own `PostgresStore` on the same database; each sees what the
+/// others committed: `list` shows every session, a session whose replica died is read whole
+/// by another. What keeps them consistent lives in the database, not in any process:
+///
+/// - **Cursors and touches are handed out in commit order.** Every change that takes them (a
+///   save, an append, a title) first locks the one row of `acp_counters`, takes the next
+///   numbers from it and writes them back in the same transaction, so the row lock is held
+///   until commit. Two appends to one session, from two processes, are therefore ordered
+///   whole, the first to commit holding the lower cursors; a reader that saw cursor `c` never
+///   gets a record below `c` committed later, and a `list` snapshot (the touch number in that
+///   row) never misses a touch below it that commits later. This makes the database's writes
+///   of sessions one at a time, as SQLite's are: each is one short transaction (a writer
+///   batch, whatever the number of sessions in it).
+/// - **`updated_at` is the database's clock** (`clock_timestamp()`, read under that lock), so
+///   the order of `updated_at` is the order of `list` whatever the replicas' clocks say.
+/// - **Leases** ([`SessionStore::acquire_lease`](super::SessionStore::acquire_lease)) are rows
+///   of `acp_leases` whose expiry is computed with the database's `now()`; one `INSERT … ON
+///   CONFLICT DO UPDATE … WHERE` grants or refuses, atomically.
+/// - **The schema is created on open**, idempotently (`CREATE … IF NOT EXISTS`), in a
+///   transaction holding a transaction-scoped advisory lock, so two processes opening a new
+///   database at once do not race.
 #[derive(Clone)]
 pub struct PostgresStore {
     shared: Arc<Shared>,

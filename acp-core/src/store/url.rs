@@ -39,7 +39,11 @@ impl Location {
             return Ok(Location::Postgres(url.to_owned()));
         }
         let scheme = match url.split_once("://") {
-            Some((scheme, _)) if scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) => {
+            Some((scheme, _))
+                if scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) =>
+            {
                 format!("it starts with `{scheme}://`")
             }
             _ => "it has no `scheme://`".to_owned(),
@@ -67,7 +71,9 @@ impl Location {
     fn opening(self) -> Opening {
         match self {
             Location::Sqlite(path) => Opening::spawn(move || SqliteStore::open(path)),
-            Location::Postgres(url) => Opening::spawn_async(async move { open_postgres(&url).await }),
+            Location::Postgres(url) => {
+                Opening::spawn_async(async move { open_postgres(&url).await })
+            }
         }
     }
 
@@ -100,8 +106,8 @@ async fn open_postgres(_url: &str) -> Result<Arc<dyn SessionStore>> {
     ))
 }
 
-/// Opens the store `url` names: `postgres://…` or `postgresql://…` (a [`PostgresStore`](super::PostgresStore),
-/// with feature `postgres`), or `sqlite://PATH` (a [`SqliteStore`] at `PATH`). What
+/// Opens the store `url` names: `postgres://…` or `postgresql://…` (a `PostgresStore`, with
+/// feature `postgres`), or `sqlite://PATH` (a [`SqliteStore`] at `PATH`). What
 /// `$ACP_DATABASE_URL` does with no code (see the [module docs](super)), for an agent that
 /// takes the URL from elsewhere:
 ///
@@ -130,9 +136,9 @@ pub(crate) fn opening_default(agent_name: &str) -> Result<Opening> {
 fn opening_for(url: Option<OsString>, agent_name: &str) -> Result<Opening> {
     let what = format!("${DATABASE_URL_VAR}");
     let url = match url {
-        Some(url) if !url.is_empty() => url.into_string().map_err(|_| {
-            Error::msg(format!("session store: {what} is not valid UTF-8"))
-        })?,
+        Some(url) if !url.is_empty() => url
+            .into_string()
+            .map_err(|_| Error::msg(format!("session store: {what} is not valid UTF-8")))?,
         _ => {
             let name = agent_name.to_owned();
             return Ok(Opening::spawn(move || SqliteStore::open_default(&name)));
@@ -154,7 +160,10 @@ mod tests {
             parse("sqlite:///var/lib/a.db").unwrap(),
             Location::Sqlite("/var/lib/a.db".into())
         );
-        assert_eq!(parse("sqlite://a.db").unwrap(), Location::Sqlite("a.db".into()));
+        assert_eq!(
+            parse("sqlite://a.db").unwrap(),
+            Location::Sqlite("a.db".into())
+        );
         for url in ["postgres://u:pw@db/acp", "postgresql://db", "postgres://"] {
             assert_eq!(parse(url).unwrap(), Location::Postgres(url.to_owned()));
         }
@@ -179,6 +188,9 @@ mod tests {
             panic!("opened");
         };
         let e = e.to_string();
-        assert!(e.contains("`postgres` feature") && !e.contains("secret"), "{e}");
+        assert!(
+            e.contains("`postgres` feature") && !e.contains("secret"),
+            "{e}"
+        );
     }
 }

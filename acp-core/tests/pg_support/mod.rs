@@ -68,7 +68,16 @@ impl PgServer {
             .command(&bin.join("initdb"), &dir)
             .arg("-D")
             .arg(dir.join("data"))
-            .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])
+            .args([
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ])
             .output()
             .map_err(|e| format!("cannot run {}/initdb: {e}", bin.display()))?;
         if !initdb.status.success() {
@@ -144,9 +153,10 @@ impl PgServer {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        let (client, connection) = tokio_postgres::connect(&self.url("postgres"), tokio_postgres::NoTls)
-            .await
-            .expect("connecting to the test server");
+        let (client, connection) =
+            tokio_postgres::connect(&self.url("postgres"), tokio_postgres::NoTls)
+                .await
+                .expect("connecting to the test server");
         let connection = tokio::spawn(connection);
         client
             .batch_execute(&format!("CREATE DATABASE {name}"))
@@ -187,12 +197,15 @@ fn server_binaries() -> Result<PathBuf, String> {
     let on_path = std::env::var_os("PATH")
         .map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
         .unwrap_or_default();
-    on_path.into_iter().find(|dir| has_server(dir)).ok_or_else(|| {
-        "the PostgreSQL tests need PostgreSQL's server binaries (initdb, postgres), found \
+    on_path
+        .into_iter()
+        .find(|dir| has_server(dir))
+        .ok_or_else(|| {
+            "the PostgreSQL tests need PostgreSQL's server binaries (initdb, postgres), found \
          neither in /usr/lib/postgresql/*/bin nor on PATH: install them with \
          `apt-get install postgresql` (Debian, Ubuntu)"
-            .to_owned()
-    })
+                .to_owned()
+        })
 }
 
 /// Who runs the server: `nobody` when this process is root (initdb refuses root), else this

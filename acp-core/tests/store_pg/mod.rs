@@ -44,7 +44,11 @@ async fn two_replicas_appending_to_one_session_at_once_keep_one_order() {
     const BATCHES: usize = 60;
     const PER_BATCH: usize = 3;
     let url = PgServer::shared().database().await;
-    let (a, b, follower) = (replica(&url).await, replica(&url).await, replica(&url).await);
+    let (a, b, follower) = (
+        replica(&url).await,
+        replica(&url).await,
+        replica(&url).await,
+    );
     save(&a, "s", "/p").await;
     let writer = |store: Store, w: usize| {
         tokio::spawn(async move {
@@ -116,22 +120,34 @@ async fn a_replica_sees_and_pages_what_another_saved() {
     titled.title = Some("Titled ✓".into());
     titled.additional_directories = vec!["/lib".into()];
     b.save_session(&titled).await.unwrap();
-    let last = a.append(&sid("s1"), &[chunk("1"), chunk("2")]).await.unwrap();
+    let last = a
+        .append(&sid("s1"), &[chunk("1"), chunk("2")])
+        .await
+        .unwrap();
     a.put_state(&sid("s1"), "k", &serde_json::json!({"n": 1}))
         .await
         .unwrap();
 
-    assert_eq!(list_all(&b, None, 2).await, ["s1", "t", "s4", "s3", "s2", "s0"]);
+    assert_eq!(
+        list_all(&b, None, 2).await,
+        ["s1", "t", "s4", "s3", "s2", "s0"]
+    );
     assert_eq!(list_all(&a, None, 10).await, list_all(&b, None, 3).await);
     assert_eq!(list_all(&b, Some("/q"), 10).await, ["t"]);
     assert_eq!(get(&b, "s1").await, get(&a, "s1").await);
     assert_eq!(get(&a, "t").await.title.as_deref(), Some("Titled ✓"));
-    assert_eq!(b.records(&sid("s1"), None).await.unwrap().last().unwrap().0, last);
+    assert_eq!(
+        b.records(&sid("s1"), None).await.unwrap().last().unwrap().0,
+        last
+    );
     assert_eq!(b.state(&sid("s1")).await.unwrap()["k"]["n"], 1);
 
     // A cursor from one replica goes on on the other.
     let first = a.list(None, None, 3).await.unwrap();
-    let rest = b.list(None, first.next_cursor.as_deref(), 10).await.unwrap();
+    let rest = b
+        .list(None, first.next_cursor.as_deref(), 10)
+        .await
+        .unwrap();
     let ids: Vec<_> = first
         .sessions
         .iter()
@@ -159,15 +175,30 @@ async fn a_lease_has_one_holder_until_released_or_expired() {
     let (a, b) = (replica(&url).await, replica(&url).await);
     let long = Duration::from_secs(30);
     let s = sid("s");
-    assert!(a.acquire_lease(&s, "replica-a", long).await.unwrap(), "free");
-    assert!(!b.acquire_lease(&s, "replica-b", long).await.unwrap(), "held by a");
-    assert!(a.acquire_lease(&s, "replica-a", long).await.unwrap(), "a renews");
+    assert!(
+        a.acquire_lease(&s, "replica-a", long).await.unwrap(),
+        "free"
+    );
+    assert!(
+        !b.acquire_lease(&s, "replica-b", long).await.unwrap(),
+        "held by a"
+    );
+    assert!(
+        a.acquire_lease(&s, "replica-a", long).await.unwrap(),
+        "a renews"
+    );
     // Releasing a lease one does not hold changes nothing.
     b.release_lease(&s, "replica-b").await.unwrap();
     assert!(!b.acquire_lease(&s, "replica-b", long).await.unwrap());
     a.release_lease(&s, "replica-a").await.unwrap();
-    assert!(b.acquire_lease(&s, "replica-b", long).await.unwrap(), "released");
-    assert!(!a.acquire_lease(&s, "replica-a", long).await.unwrap(), "now b's");
+    assert!(
+        b.acquire_lease(&s, "replica-b", long).await.unwrap(),
+        "released"
+    );
+    assert!(
+        !a.acquire_lease(&s, "replica-a", long).await.unwrap(),
+        "now b's"
+    );
 
     // A short lease, renewed by its holder, is not taken over; once the holder stops
     // renewing, it is.
@@ -177,10 +208,19 @@ async fn a_lease_has_one_holder_until_released_or_expired() {
     assert!(a.acquire_lease(&t, "replica-a", short).await.unwrap());
     for _ in 0..4 {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(!b.acquire_lease(&t, "replica-b", short).await.unwrap(), "renewed");
-        assert!(a.acquire_lease(&t, "replica-a", short).await.unwrap(), "a renews");
+        assert!(
+            !b.acquire_lease(&t, "replica-b", short).await.unwrap(),
+            "renewed"
+        );
+        assert!(
+            a.acquire_lease(&t, "replica-a", short).await.unwrap(),
+            "a renews"
+        );
     }
-    assert!(started.elapsed() > short, "a held it past one ttl by renewing");
+    assert!(
+        started.elapsed() > short,
+        "a held it past one ttl by renewing"
+    );
     let stopped = Instant::now();
     while !b.acquire_lease(&t, "replica-b", short).await.unwrap() {
         assert!(stopped.elapsed() < Duration::from_secs(10), "never expired");
@@ -191,7 +231,10 @@ async fn a_lease_has_one_holder_until_released_or_expired() {
         "taken over only once expired: {:?}",
         stopped.elapsed()
     );
-    assert!(!a.acquire_lease(&t, "replica-a", short).await.unwrap(), "b's now");
+    assert!(
+        !a.acquire_lease(&t, "replica-a", short).await.unwrap(),
+        "b's now"
+    );
 
     // Deleting a session removes its lease.
     save(&a, "t", "/p").await;
@@ -203,7 +246,11 @@ async fn a_lease_has_one_holder_until_released_or_expired() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_replicas_get_a_lease_once() {
     let url = PgServer::shared().database().await;
-    let stores = [replica(&url).await, replica(&url).await, replica(&url).await];
+    let stores = [
+        replica(&url).await,
+        replica(&url).await,
+        replica(&url).await,
+    ];
     for round in 0..10 {
         let session = sid(&format!("race{round}"));
         let mut racers = tokio::task::JoinSet::new();
@@ -260,7 +307,10 @@ async fn connection_errors_name_the_server_and_never_the_password() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(malformed.contains("malformed") && malformed.contains("port"), "{malformed}");
+    assert!(
+        malformed.contains("malformed") && malformed.contains("port"),
+        "{malformed}"
+    );
     assert!(!malformed.contains("hunter2secret"), "{malformed}");
 
     let server = PgServer::shared();
@@ -268,7 +318,10 @@ async fn connection_errors_name_the_server_and_never_the_password() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(missing.contains("no_such_database") && missing.contains("does not exist"), "{missing}");
+    assert!(
+        missing.contains("no_such_database") && missing.contains("does not exist"),
+        "{missing}"
+    );
 }
 
 /// A store whose server went away fails its operations clearly, and works again once the

@@ -44,13 +44,21 @@ fn child_agent() {
 fn agent(database_url: &str) -> Command {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
-        .args(["store_url::child_agent", "--exact", "--ignored", "--nocapture"])
+        .args([
+            "store_url::child_agent",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
         // `--quiet`: the harness writes nothing on the test's line before it runs.
         .args(["--test-threads=1", "--quiet"])
         .env(CHILD_VAR, "1")
         .env("ACP_DATABASE_URL", database_url)
         // Were the URL ignored, the default store would land here, not in the user's files.
-        .env("ACP_DATA_DIR", std::env::temp_dir().join("acp-store-url-default"))
+        .env(
+            "ACP_DATA_DIR",
+            std::env::temp_dir().join("acp-store-url-default"),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -78,13 +86,20 @@ fn one_turn(database_url: &str, cwd: &Path) -> String {
             }
         }
     };
-    call(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {}}));
+    call(
+        1,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
     let session = call(2, "session/new", json!({"cwd": cwd, "mcpServers": []}));
     let id = session["sessionId"].as_str().unwrap().to_owned();
     let prompt = [json!({"type": "text", "text": "hello, store"})];
-    let answer = call(3, "session/prompt", json!({"sessionId": id, "prompt": prompt}));
+    let answer = call(
+        3,
+        "session/prompt",
+        json!({"sessionId": id, "prompt": prompt}),
+    );
     assert_eq!(answer["stopReason"], "end_turn");
-    drop(call);
     drop(stdin);
     let status = child.wait().unwrap();
     assert!(status.success(), "{status}");
@@ -107,7 +122,10 @@ async fn an_sqlite_url_records_in_that_file() {
     assert!(path.is_file(), "the file at the URL's path");
     let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).unwrap());
     let text = recorded(&store, &id).await;
-    assert!(text.contains("hello, store") && text.contains("echo: hello, store"), "{text}");
+    assert!(
+        text.contains("hello, store") && text.contains("echo: hello, store"),
+        "{text}"
+    );
 }
 
 #[cfg(feature = "postgres")]
@@ -119,7 +137,10 @@ async fn a_postgres_url_records_in_that_database() {
     let store: Arc<dyn SessionStore> =
         Arc::new(acp_core::store::PostgresStore::connect(&url).await.unwrap());
     let text = recorded(&store, &id).await;
-    assert!(text.contains("hello, store") && text.contains("echo: hello, store"), "{text}");
+    assert!(
+        text.contains("hello, store") && text.contains("echo: hello, store"),
+        "{text}"
+    );
     // And `open_url` opens the same store.
     let opened = acp_core::store::open_url(&url).await.unwrap();
     assert_eq!(recorded(&opened, &id).await, text);
@@ -132,13 +153,19 @@ fn a_url_the_agent_cannot_open_stops_it_saying_why() {
         ("sqlite://", "names no file"),
     ];
     if cfg!(not(feature = "postgres")) {
-        cases.push(("postgres://acp:hunter2secret@db/sessions", "`postgres` feature"));
+        cases.push((
+            "postgres://acp:hunter2secret@db/sessions",
+            "`postgres` feature",
+        ));
     }
     for (url, says) in cases {
         let output = agent(url).stdin(Stdio::null()).output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(3), "{url}: {stderr}");
-        assert!(stderr.contains("$ACP_DATABASE_URL") && stderr.contains(says), "{stderr}");
+        assert!(
+            stderr.contains("$ACP_DATABASE_URL") && stderr.contains(says),
+            "{stderr}"
+        );
         assert!(!stderr.contains("hunter2secret"), "{stderr}");
     }
 }

@@ -147,8 +147,11 @@ async fn read_records(
         if out.len() >= limit {
             break;
         }
-        let (last, count, body): (i64, i32, &str) =
-            (row.try_get(0).db()?, row.try_get(1).db()?, row.try_get(2).db()?);
+        let (last, count, body): (i64, i32, &str) = (
+            row.try_get(0).db()?,
+            row.try_get(1).db()?,
+            row.try_get(2).db()?,
+        );
         let lines = body.split('\n');
         if count < 1 || lines.clone().count() != count as usize {
             return Err(storage_error(
@@ -179,7 +182,15 @@ async fn append_batches(
     if batches.is_empty() {
         return Ok(Vec::new());
     }
-    let [lock, find, last_cursors, add_records, add_touches, touch_sessions, set_counters] = conn
+    let [
+        lock,
+        find,
+        last_cursors,
+        add_records,
+        add_touches,
+        touch_sessions,
+        set_counters,
+    ] = conn
         .prepare([
             LOCK_COUNTERS,
             FIND_MANY,
@@ -196,7 +207,10 @@ async fn append_batches(
     // pk and updated_at by id, locked in pk order (no deadlock with another writer).
     let mut known: HashMap<String, (i64, String)> = HashMap::new();
     for row in tx.query(&find, &[&ids]).await.db()? {
-        known.insert(row.try_get(1).db()?, (row.try_get(0).db()?, row.try_get(2).db()?));
+        known.insert(
+            row.try_get(1).db()?,
+            (row.try_get(0).db()?, row.try_get(2).db()?),
+        );
     }
     // Empty batches answer their session's last cursor as of their place in the call: read
     // those the database has, then follow the call's appends.
@@ -306,7 +320,15 @@ async fn save_session(conn: &mut Conn, s: Saved) -> Result<()> {
             let updated_at = touch_time_at(Some(&previous), counters.now_ms);
             tx.execute(
                 &update,
-                &[&pk, &s.cwd, &s.cwd_key, &s.dirs, &s.title, &updated_at, &touch],
+                &[
+                    &pk,
+                    &s.cwd,
+                    &s.cwd_key,
+                    &s.dirs,
+                    &s.title,
+                    &updated_at,
+                    &touch,
+                ],
             )
             .await
             .db()?;
@@ -376,7 +398,10 @@ async fn list(
     limit: usize,
 ) -> Result<Page> {
     let [latest, unchanged, touched] = match cwd {
-        Some(_) => conn.prepare([LATEST, UNCHANGED_IN_CWD, TOUCHED_IN_CWD]).await?,
+        Some(_) => {
+            conn.prepare([LATEST, UNCHANGED_IN_CWD, TOUCHED_IN_CWD])
+                .await?
+        }
         None => conn.prepare([LATEST, UNCHANGED, TOUCHED]).await?,
     };
     // One snapshot for every query.
@@ -639,7 +664,10 @@ impl SessionStore for PostgresStore {
     ) -> BoxFuture<'a, Result<()>> {
         run!(self, |conn| async {
             let [release] = conn.prepare([RELEASE]).await?;
-            conn.client.execute(&release, &[&&*id.0, &holder]).await.db()?;
+            conn.client
+                .execute(&release, &[&&*id.0, &holder])
+                .await
+                .db()?;
             Ok(())
         })
     }
