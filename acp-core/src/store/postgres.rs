@@ -43,6 +43,7 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 use crate::error::{Error, Result};
 
 mod ops;
+mod sql;
 
 /// Operations running at once, each on a connection of its own (kept idle for the next):
 /// beyond this they wait their turn instead of opening connections without bound (a
