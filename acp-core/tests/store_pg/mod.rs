@@ -355,3 +355,49 @@ async fn a_restarted_server_is_reconnected_to() {
     let e = store.session(&sid("a")).await.unwrap_err().to_string();
     assert!(e.contains("PostgreSQL") && e.contains("database"), "{e}");
 }
+
+/// What the runtime's writer does with many sessions streaming at once, on PostgreSQL: each
+/// commit holds a few records of every session; then appends of one record each (the cost of
+/// a transaction). Printed, not asserted (but for a hang guard). The test server runs with
+/// `fsync=off`: a real one pays its disk's flush per commit on top.
+#[tokio::test]
+async fn appending_for_200_sessions_at_once() {
+    const SESSIONS: usize = 200;
+    const PER_COMMIT: usize = 8;
+    const COMMITS: usize = 25;
+    let url = PgServer::shared().database().await;
+    let store = replica(&url).await;
+    for s in 0..SESSIONS {
+        save(&store, &format!("s{s}"), "/p").await;
+    }
+    let started = Instant::now();
+    for c in 0..COMMITS {
+        let batches = (0..SESSIONS)
+            .map(|s| {
+                let mut batch = acp_core::store::Batch::new();
+                for i in 0..PER_COMMIT {
+                    batch.push(&tagged(s, c, i)).unwrap();
+                }
+                (sid(&format!("s{s}")), batch)
+            })
+            .collect();
+        store.append_batches(batches).await.unwrap();
+    }
+    let elapsed = started.elapsed();
+    let started = Instant::now();
+    for i in 0..500 {
+        store.append(&sid("s0"), &[tagged(0, i, 0)]).await.unwrap();
+    }
+    let single = started.elapsed();
+    assert_eq!(
+        store.records(&sid("s0"), None).await.unwrap().len(),
+        COMMITS * PER_COMMIT + 500
+    );
+    eprintln!(
+        "postgres: {COMMITS} commits of {PER_COMMIT} records for each of {SESSIONS} sessions: \
+         {elapsed:?}, {:.0} records/s; 500 appends of one record: {single:?}, {:.0} appends/s",
+        (SESSIONS * PER_COMMIT * COMMITS) as f64 / elapsed.as_secs_f64(),
+        500.0 / single.as_secs_f64(),
+    );
+    assert!(elapsed + single < Duration::from_secs(120), "a hang guard");
+}
