@@ -30,8 +30,8 @@ const DRAIN_WAIT: Duration = Duration::from_millis(300);
 const MCP_STOP_WAIT: Duration = Duration::from_millis(300);
 
 /// Serves `agent` on the process's stdin and stdout until the client closes stdin, with the
-/// default limits and sessions recorded in the agent's default on-disk store ([`Server`] to
-/// change them).
+/// default limits and sessions recorded in the agent's default on-disk store, or in the one
+/// `$ACP_DATABASE_URL` names ([`Server`] to change them).
 ///
 /// stdout carries protocol frames and nothing else. On Linux and macOS the protocol's input
 /// and output are first moved to private descriptors, fd 1 is pointed at stderr and fd 0 at
