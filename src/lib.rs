@@ -69,6 +69,9 @@
 //!   ```
 //! - `llm` (off by default): `acp::llm`, a model in the loop (OpenAI Chat Completions and
 //!   Anthropic Messages providers, streamed; `llm::Model::run`; `llm::scripted` for tests).
+//! - `postgres` (off by default): `acp::store::PostgresStore`, sessions in a PostgreSQL
+//!   database that several replicas of an agent share (with ownership leases), picked with no
+//!   code by `ACP_DATABASE_URL=postgres://…` (see [`store`]).
 //! - `mcp-http` and `mcp-sse` (on by default): the client's MCP servers over streamable HTTP
 //!   and over the legacy HTTP+SSE transport, advertised as `mcpCapabilities.http` / `.sse`
 //!   exactly when compiled in (stdio servers are always supported). Without them

@@ -266,7 +266,7 @@ impl From<&'static str> for Error {
 
 /// An error and its sources, `: `-separated, each source left out when the text already says
 /// it (the HTTP client's own message says little without them).
-#[cfg(any(feature = "mcp-sse", feature = "llm"))]
+#[cfg(any(feature = "mcp-sse", feature = "llm", feature = "postgres"))]
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();

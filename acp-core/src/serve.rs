@@ -30,8 +30,8 @@ const DRAIN_WAIT: Duration = Duration::from_millis(300);
 const MCP_STOP_WAIT: Duration = Duration::from_millis(300);
 
 /// Serves `agent` on the process's stdin and stdout until the client closes stdin, with the
-/// default limits and sessions recorded in the agent's default on-disk store ([`Server`] to
-/// change them).
+/// default limits and sessions recorded in the agent's default on-disk store, or in the one
+/// `$ACP_DATABASE_URL` names ([`Server`] to change them).
 ///
 /// stdout carries protocol frames and nothing else. On Linux and macOS the protocol's input
 /// and output are first moved to private descriptors, fd 1 is pointed at stderr and fd 0 at
@@ -213,7 +213,9 @@ impl<A: Agent> Server<A> {
     /// client receives it.
     ///
     /// Without a call to `store` or [`no_store`](Self::no_store), [`serve_stdio`](Self::serve_stdio)
-    /// records into the default on-disk store of the agent (its `info().name`), see
+    /// records into the store `$ACP_DATABASE_URL` names (a PostgreSQL database shared by
+    /// replicas, an SQLite file; see [`store`](crate::store#choosing-the-store-with-no-code-acp_database_url)),
+    /// else into the default on-disk store of the agent (its `info().name`), see
     /// [`SqliteStore::open_default`](crate::store::SqliteStore::open_default); `serve` records
     /// nothing.
     pub fn store(mut self, store: impl SessionStore) -> Self {
@@ -251,16 +253,15 @@ impl<A: Agent> Server<A> {
     }
 
     /// Serves on the process's stdin and stdout: see [`serve_stdio`]. Unless told otherwise,
-    /// sessions are recorded in the agent's default on-disk store, opened in the background:
-    /// `initialize` is answered at once, and only what needs the store (recording, the
-    /// history methods) waits for it. If it cannot be opened, the agent says why on stderr
-    /// and goes on without history: the history methods are answered with that error.
+    /// sessions are recorded in the store `$ACP_DATABASE_URL` names, else in the agent's
+    /// default on-disk store, opened in the background: `initialize` is answered at once, and
+    /// only what needs the store (recording, the history methods) waits for it. If it cannot
+    /// be opened, the agent says why on stderr and goes on without history: the history
+    /// methods are answered with that error. A `$ACP_DATABASE_URL` this build cannot open (an
+    /// unknown scheme, PostgreSQL without feature `postgres`) fails at once, before serving.
     pub async fn serve_stdio(mut self) -> Result<()> {
         if matches!(self.store, Store::Default) {
-            let name = self.agent.info().name;
-            let opening = crate::store::Opening::spawn(move || {
-                crate::store::SqliteStore::open_default(&name)
-            });
+            let opening = crate::store::url::opening_default(&self.agent.info().name)?;
             self.store = Store::Given(Arc::new(opening));
         }
         let (reader, writer) = stdio::take();

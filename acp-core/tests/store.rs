@@ -1,8 +1,10 @@
-//! The session store layer (`acp_core::store`): one contract suite run against both
-//! implementations (`memory::*` and `sqlite::*`, each test named for what it checks), then what
-//! only the SQLite store promises (`sqlite_only::*`): reopening, several stores on one file,
-//! `kill -9`, a torn WAL, a paused clock, and two measurements (printed; run with
-//! `--nocapture` to see them).
+//! The session store layer (`acp_core::store`): one contract suite run against every
+//! implementation (`memory::*`, `sqlite::*` and, with feature `postgres`, `postgres::*` on a
+//! real PostgreSQL server the tests start: see `pg_support`), each test named for what it
+//! checks; then what only the SQLite store promises (`sqlite_only::*`): reopening, several
+//! stores on one file, `kill -9`, a torn WAL, a paused clock, and two measurements (printed;
+//! run with `--nocapture` to see them); what only the PostgreSQL store promises
+//! (`store_pg::*`: replicas on one database, leases); and `$ACP_DATABASE_URL` (`store_url::*`).
 //!
 //! Every test writes only under its own temporary directory.
 
@@ -38,8 +40,28 @@ macro_rules! contract {
                 }
             )*
         }
+        /// On a real PostgreSQL server (one per test binary), a fresh database per test.
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let url = crate::pg_support::PgServer::shared().database().await;
+                    let store = acp_core::store::PostgresStore::connect(&url).await.unwrap();
+                    super::$name(std::sync::Arc::new(store)).await;
+                }
+            )*
+        }
     };
 }
+
+#[cfg(feature = "postgres")]
+mod pg_support;
+/// What only the PostgreSQL store promises: replicas sharing one database, leases.
+#[cfg(feature = "postgres")]
+mod store_pg;
+/// `$ACP_DATABASE_URL`: the store of an agent that chose none, in a child process.
+mod store_url;
 
 contract!(
     save_creates_then_updates_keeping_created_at_and_moving_updated_at,
@@ -600,6 +622,23 @@ async fn memory_store_clones_share_the_same_sessions() {
     );
     restarted.delete(&sid("a")).await.unwrap();
     assert_eq!(store.session(&sid("a")).await.unwrap(), None);
+}
+
+/// The stores of one process grant every lease (the trait's default): there is no other
+/// replica to keep out.
+#[tokio::test]
+async fn single_process_stores_grant_every_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let stores: [Store; 2] = [
+        Arc::new(acp_core::store::MemoryStore::new()),
+        Arc::new(acp_core::store::SqliteStore::open(dir.path().join("s.sqlite3")).unwrap()),
+    ];
+    let ttl = std::time::Duration::from_secs(30);
+    for store in stores {
+        assert!(store.acquire_lease(&sid("s"), "a", ttl).await.unwrap());
+        assert!(store.acquire_lease(&sid("s"), "b", ttl).await.unwrap());
+        store.release_lease(&sid("s"), "a").await.unwrap();
+    }
 }
 
 // ---- the SQLite store only ---------------------------------------------------------------

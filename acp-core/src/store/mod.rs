@@ -1,16 +1,34 @@
-//! Where sessions outlive the process: the [`SessionStore`] trait and its two implementations,
-//! [`MemoryStore`] (for tests and process-lifetime history) and [`SqliteStore`] (the default,
-//! on disk).
+//! Where sessions outlive the process: the [`SessionStore`] trait and its implementations,
+//! [`MemoryStore`] (for tests and process-lifetime history), [`SqliteStore`] (the default, on
+//! disk) and, with feature `postgres`, [`PostgresStore`] (a PostgreSQL database shared by
+//! several replicas of an agent).
 //!
 //! This module owns what is kept about a session — its metadata ([`StoredSession`]), its
 //! record log ([`Record`]s at increasing [`Cursor`]s) and the agent's own per-session values
-//! (`put_state` / `state`) — and the paging of `session/list` ([`Page`]). It knows nothing of
-//! sessions' runtime state: the runtime decides what to record and when, and answers
-//! `session/list`, `session/load`, `session/resume`, `session/close` and `session/delete` from
-//! what a store returns.
+//! (`put_state` / `state`) — the paging of `session/list` ([`Page`]), the ownership leases of
+//! replicas ([`SessionStore::acquire_lease`]) and which store a database URL names
+//! ([`open_url`], [`DATABASE_URL_VAR`]). It knows nothing of sessions' runtime state: the
+//! runtime decides what to record and when, and answers `session/list`, `session/load`,
+//! `session/resume`, `session/close` and `session/delete` from what a store returns.
 //!
-//! Shared by both implementations (so they behave the same): the list cursor codec and the
+//! Shared by the implementations (so they behave the same): the list cursor codec and the
 //! order of `list`, and the store's clock (`updated_at`).
+//!
+//! # Choosing the store with no code: `$ACP_DATABASE_URL`
+//!
+//! [`serve_stdio`](crate::serve_stdio) (and [`Server::serve_stdio`](crate::Server::serve_stdio)
+//! without a [`store`](crate::Server::store) call) records into the store that
+//! `$ACP_DATABASE_URL` names:
+//!
+//! - `postgres://…` or `postgresql://…`: a [`PostgresStore`] on that database (libpq's URL
+//!   form; needs feature `postgres`, else serving fails saying so);
+//! - `sqlite://PATH`: a [`SqliteStore`] in the file at `PATH` (`sqlite:///var/lib/a.db` is
+//!   `/var/lib/a.db`; `sqlite://a.db` is relative to the working directory);
+//! - unset or empty: the agent's default SQLite file ([`SqliteStore::default_path`]).
+//!
+//! Anything else fails serving at once with an error naming the variable (never the URL's
+//! password). The store is opened in the background as always: `initialize` never waits for
+//! the database.
 //!
 //! # The order of `list`, and why its cursor survives concurrent appends
 //!
@@ -27,24 +45,43 @@
 //! created after the first page are not part of that listing (the next `session/list` shows
 //! them), and deleted ones simply drop out.
 
+//!
+#![cfg_attr(feature = "postgres", doc = "[`PostgresStore`]: PostgresStore")]
+#![cfg_attr(
+    not(feature = "postgres"),
+    doc = "[`PostgresStore`]: #choosing-the-store-with-no-code-acp_database_url"
+)]
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
 use crate::error::{Error, Result};
 use crate::schema;
 
+mod clock;
 mod memory;
 mod opening;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod record;
 mod sqlite;
+pub(crate) mod url;
 
 pub use memory::MemoryStore;
 pub(crate) use opening::Opening;
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use postgres::PostgresStore;
 pub use record::{Batch, Record};
 pub use sqlite::SqliteStore;
+pub use url::{DATABASE_URL_VAR, open_url};
+
+use clock::touch_time;
+#[cfg(feature = "postgres")]
+use clock::touch_time_at;
 
 /// A position in a session's record log: strictly increasing per session, never reused (also
 /// after deletions of other sessions). Kept as a cursor for a later `replayFrom`.
@@ -247,6 +284,50 @@ pub trait SessionStore: Send + Sync + 'static {
             self.save_session(&session).await
         })
     }
+
+    /// Takes or renews the *ownership lease* of session `id` for `holder`: the right to run
+    /// the session's turns, so that two replicas of an agent sharing a store never run turns
+    /// of one session at once. Returns whether `holder` holds the lease now.
+    ///
+    /// - **Granted** (`true`) when the session has no lease, when its lease has expired, or
+    ///   when `holder` already holds it. The lease is then `holder`'s until `ttl` from now
+    ///   (a renewal moves the expiry to `ttl` from now, also when that is sooner).
+    /// - **Refused** (`false`) while another holder's lease has not expired; nothing changes.
+    ///
+    /// `holder` is an opaque name, the same for every call of one owner (e.g. a replica's id);
+    /// two owners must never share one. `ttl` counts in milliseconds (rounded up, at least
+    /// one). A holder keeps the lease by renewing it well before it expires (e.g. every third
+    /// of `ttl`) and must stop running the session's turns as soon as a renewal is refused or
+    /// fails: from its expiry on, another holder may take it over. Leases are independent of
+    /// the session's records: a session id may be leased before it is saved; deleting the
+    /// session removes its lease.
+    ///
+    /// A store shared between processes decides with its own clock (for `PostgresStore`,
+    /// the database's `now()`), so the replicas' clocks do not matter. The default is for a
+    /// store used by one process (as [`MemoryStore`] and [`SqliteStore`] are meant to be):
+    /// always granted, never recorded.
+    fn acquire_lease<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<bool>> {
+        let _ = (id, holder, ttl);
+        Box::pin(std::future::ready(Ok(true)))
+    }
+
+    /// Gives up `holder`'s lease of session `id` (see [`acquire_lease`](Self::acquire_lease)):
+    /// any holder may take it at once. Does nothing when `holder` does not hold it (another
+    /// holder's lease is never touched), also for an unknown session. The default (one
+    /// process) does nothing.
+    fn release_lease<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        holder: &'a str,
+    ) -> BoxFuture<'a, Result<()>> {
+        let _ = (id, holder);
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 /// The error of an operation on a session the store does not have.
@@ -348,157 +429,9 @@ fn page_of(mut candidates: Vec<(u64, StoredSession)>, cursor: ListCursor, limit:
     }
 }
 
-// ---- the store's clock -------------------------------------------------------------------
-
-/// The `updated_at` of a change now, given the session's previous one: the wall clock, but
-/// always after `previous` (so every change moves it, also when the clock stands still or
-/// steps back).
-fn touch_time(previous: Option<&str>) -> String {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    let at = match previous.and_then(parse_rfc3339_ms) {
-        Some(previous) if previous >= now => previous + 1,
-        _ => now,
-    };
-    format_rfc3339_ms(at)
-}
-
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ` for milliseconds since the Unix epoch.
-fn format_rfc3339_ms(ms: i64) -> String {
-    let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    let (year, month, day) = civil_from_days(days);
-    let secs = ms_of_day / 1000;
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60,
-        ms_of_day % 1000
-    )
-}
-
-/// Milliseconds since the Unix epoch of a UTC RFC 3339 time as the store writes it (`Z`,
-/// optional fraction); `None` for anything else.
-fn parse_rfc3339_ms(text: &str) -> Option<i64> {
-    let b = text.as_bytes();
-    let num = |range: std::ops::Range<usize>| -> Option<i64> {
-        let digits = b.get(range)?;
-        digits.iter().try_fold(0i64, |n, &d| {
-            d.is_ascii_digit().then(|| n * 10 + i64::from(d - b'0'))
-        })
-    };
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' {
-        return None;
-    }
-    if b[16] != b':' || *b.last()? != b'Z' {
-        return None;
-    }
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
-        return None;
-    }
-    if second > 60 {
-        return None;
-    }
-    let millis = match &b[19..b.len() - 1] {
-        [] => 0,
-        [b'.', fraction @ ..] if !fraction.is_empty() => {
-            let first3 = &fraction[..fraction.len().min(3)];
-            let n = num(20..20 + first3.len())?;
-            if !fraction.iter().all(u8::is_ascii_digit) {
-                return None;
-            }
-            n * 10i64.pow(3 - first3.len() as u32)
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(year, month, day);
-    Some(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis)
-}
-
-/// (year, month, day) of a day number since 1970-01-01 (proleptic Gregorian; H. Hinnant's
-/// algorithm).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-/// The day number since 1970-01-01 of a date (the inverse of [`civil_from_days`]).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timestamps_format_and_parse_back() {
-        assert_eq!(format_rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
-        // 2026-11-23T16:20:00Z, checked with `date -u -d @1795450800`.
-        assert_eq!(
-            format_rfc3339_ms(1_795_450_800_123),
-            "2026-11-23T16:20:00.123Z"
-        );
-        assert_eq!(
-            format_rfc3339_ms(951_782_400_000),
-            "2000-02-29T00:00:00.000Z"
-        );
-        for ms in [0, 1, 951_782_400_000, 1_795_450_800_123, 4_102_444_799_999] {
-            assert_eq!(parse_rfc3339_ms(&format_rfc3339_ms(ms)), Some(ms));
-        }
-        assert_eq!(
-            parse_rfc3339_ms("2026-11-23T16:20:00Z"),
-            Some(1_795_450_800_000)
-        );
-        assert_eq!(
-            parse_rfc3339_ms("2026-11-23T16:20:00.5Z"),
-            Some(1_795_450_800_500)
-        );
-        assert_eq!(
-            parse_rfc3339_ms("2026-11-23T16:20:00.123456Z"),
-            Some(1_795_450_800_123)
-        );
-        for bad in [
-            "",
-            "2026-11-23",
-            "2026-11-23T16:20:00",
-            "2026-11-23T16:20:00+01:00",
-            "2026-13-23T16:20:00Z",
-            "2026-11-23T16:20:00.Z",
-            "2026-11-23T16:20:00.1x3Z",
-            "２026-11-23T16:20:00Z",
-        ] {
-            assert_eq!(parse_rfc3339_ms(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn touch_time_always_moves_forward() {
-        let far_future = "2999-01-01T00:00:00.000Z";
-        assert_eq!(touch_time(Some(far_future)), "2999-01-01T00:00:00.001Z");
-        let a = touch_time(None);
-        let b = touch_time(Some(&a));
-        assert!(b > a, "{b} > {a}");
-        // A foreign format is not read back: the clock decides.
-        assert!(touch_time(Some("yesterday")) >= a);
-    }
 
     #[test]
     fn list_cursors_round_trip_and_reject_anything_else() {

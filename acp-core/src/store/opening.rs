@@ -1,10 +1,11 @@
 //! [`Opening`]: a store still being opened in the background. The runtime serves with one
 //! from the first byte, so that `initialize` never waits for a database: only the operations
-//! that reach the store wait until it is open.
+//! that reach the store wait until it is open. Every operation is passed on, the leases too.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use tokio::sync::watch;
@@ -31,16 +32,21 @@ impl Opening {
     {
         let (tx, opened) = watch::channel(None);
         tokio::task::spawn_blocking(move || {
-            let result = match open() {
-                Ok(store) => Ok(Arc::new(store) as Arc<dyn SessionStore>),
-                Err(e) => {
-                    tracing::warn!(
-                        "sessions will not be recorded: the session store did not open: {e}"
-                    );
-                    Err(e.to_string())
-                }
-            };
-            let _ = tx.send(Some(result));
+            let result = open().map(|store| Arc::new(store) as Arc<dyn SessionStore>);
+            let _ = tx.send(Some(reported(result)));
+        });
+        Opening { opened }
+    }
+
+    /// Starts `open`, a store that opens asynchronously (a database over the network), as a
+    /// task. Call it inside a tokio runtime.
+    pub fn spawn_async<F>(open: F) -> Opening
+    where
+        F: Future<Output = Result<Arc<dyn SessionStore>>> + Send + 'static,
+    {
+        let (tx, opened) = watch::channel(None);
+        tokio::spawn(async move {
+            let _ = tx.send(Some(reported(open.await)));
         });
         Opening { opened }
     }
@@ -58,6 +64,14 @@ impl Opening {
             None => Err(Error::msg("session store: opening it did not finish")),
         }
     }
+}
+
+/// What opening gave, the failure said on stderr.
+fn reported(result: Result<Arc<dyn SessionStore>>) -> Opened {
+    result.map_err(|e| {
+        tracing::warn!("sessions will not be recorded: the session store did not open: {e}");
+        e.to_string()
+    })
 }
 
 impl SessionStore for Opening {
@@ -148,6 +162,23 @@ impl SessionStore for Opening {
     ) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move { self.store().await?.set_title(id, title).await })
     }
+
+    fn acquire_lease<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        holder: &'a str,
+        ttl: Duration,
+    ) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move { self.store().await?.acquire_lease(id, holder, ttl).await })
+    }
+
+    fn release_lease<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        holder: &'a str,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move { self.store().await?.release_lease(id, holder).await })
+    }
 }
 
 #[cfg(test)]
@@ -175,6 +206,86 @@ mod tests {
         release.send(()).unwrap();
         save.await.unwrap();
         assert!(opening.session(&id).await.unwrap().is_some());
+    }
+
+    /// A memory store whose leases are all held by someone else.
+    struct Taken(MemoryStore);
+
+    impl SessionStore for Taken {
+        fn save_session<'a>(&'a self, s: &'a StoredSession) -> BoxFuture<'a, Result<()>> {
+            self.0.save_session(s)
+        }
+        fn append<'a>(
+            &'a self,
+            id: &'a schema::SessionId,
+            records: &'a [Record],
+        ) -> BoxFuture<'a, Result<Cursor>> {
+            self.0.append(id, records)
+        }
+        fn session<'a>(
+            &'a self,
+            id: &'a schema::SessionId,
+        ) -> BoxFuture<'a, Result<Option<StoredSession>>> {
+            self.0.session(id)
+        }
+        fn records<'a>(
+            &'a self,
+            id: &'a schema::SessionId,
+            after: Option<Cursor>,
+        ) -> BoxFuture<'a, Result<Vec<(Cursor, Record)>>> {
+            self.0.records(id, after)
+        }
+        fn list<'a>(
+            &'a self,
+            cwd: Option<&'a Path>,
+            cursor: Option<&'a str>,
+            limit: usize,
+        ) -> BoxFuture<'a, Result<Page>> {
+            self.0.list(cwd, cursor, limit)
+        }
+        fn delete<'a>(&'a self, id: &'a schema::SessionId) -> BoxFuture<'a, Result<()>> {
+            self.0.delete(id)
+        }
+        fn put_state<'a>(
+            &'a self,
+            id: &'a schema::SessionId,
+            key: &'a str,
+            value: &'a serde_json::Value,
+        ) -> BoxFuture<'a, Result<()>> {
+            self.0.put_state(id, key, value)
+        }
+        fn state<'a>(
+            &'a self,
+            id: &'a schema::SessionId,
+        ) -> BoxFuture<'a, Result<HashMap<String, serde_json::Value>>> {
+            self.0.state(id)
+        }
+        fn acquire_lease<'a>(
+            &'a self,
+            _: &'a schema::SessionId,
+            _: &'a str,
+            _: Duration,
+        ) -> BoxFuture<'a, Result<bool>> {
+            Box::pin(std::future::ready(Ok(false)))
+        }
+        fn release_lease<'a>(
+            &'a self,
+            _: &'a schema::SessionId,
+            _: &'a str,
+        ) -> BoxFuture<'a, Result<()>> {
+            Box::pin(std::future::ready(Err(Error::msg("released"))))
+        }
+    }
+
+    #[tokio::test]
+    async fn leases_are_the_opened_stores() {
+        let opening = Opening::spawn_async(async {
+            Ok(Arc::new(Taken(MemoryStore::new())) as Arc<dyn SessionStore>)
+        });
+        let (id, ttl) = ("s".into(), Duration::from_secs(1));
+        assert!(!opening.acquire_lease(&id, "me", ttl).await.unwrap());
+        let e = opening.release_lease(&id, "me").await.unwrap_err();
+        assert!(e.to_string().contains("released"), "{e}");
     }
 
     #[tokio::test]
