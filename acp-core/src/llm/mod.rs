@@ -11,10 +11,10 @@
 //!   name; results go back to the model, until it answers.
 //!
 //! - The editor's endpoint (feature `llm-providers`, the unstable `providers/*` methods):
-//!   an [`Endpoint`] is a provider the editor may point at its own gateway or disable.
+//!   an `Endpoint` is a provider the editor may point at its own gateway or disable.
 //!
 //! Where it sits: above `tools` and `mcp` (it uses the session's tool table), below `agent`;
-//! the runtime uses only [`providers`] (the router answers `providers/*` from it).
+//! the runtime uses only `providers` (the router answers `providers/*` from it).
 //!
 //! | file | owns |
 //! | --- | --- |
@@ -25,7 +25,7 @@
 //! | `env.rs` | which provider and model the environment configures ([`from_env`]) |
 //! | `run.rs` | the loop: [`Model`] and [`Model::run`] |
 //! | `conversation.rs` | [`Conversation`], the session's history with its model (a `Persist` value) |
-//! | `providers.rs` | [`Endpoint`]: a provider the editor may reroute or disable (`providers/*`) |
+//! | `providers.rs` | `Endpoint`: a provider the editor may reroute or disable (`providers/*`) |
 //! | `scripted.rs` | [`scripted::Scripted`], a provider answering from a script, for tests and offline examples |
 
 use std::pin::Pin;

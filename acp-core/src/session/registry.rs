@@ -67,8 +67,47 @@ pub(crate) fn process_unique(prefix: &str, next: &std::sync::atomic::AtomicU64) 
     )
 }
 
-/// A session id unique across processes.
+/// A session id unique across processes and unguessable: 128 bits from the operating
+/// system's random source (`sess_` and 32 hex digits), so that over a network a client can
+/// only name the sessions it was told about. Should that source fail, the id is unique but
+/// guessable, and a warning says so.
 pub(crate) fn fresh_id() -> SessionId {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    SessionId::new(process_unique("sess", &NEXT))
+    let mut bytes = [0u8; 16];
+    match getrandom::fill(&mut bytes) {
+        Ok(()) => {
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            SessionId::new(format!("sess_{hex}"))
+        }
+        Err(e) => {
+            tracing::warn!("no random source ({e}): session ids are guessable");
+            static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            SessionId::new(process_unique("sess", &NEXT))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_128_random_bits() {
+        let ids: Vec<String> = (0..64).map(|_| fresh_id().0.to_string()).collect();
+        for id in &ids {
+            let hex = id.strip_prefix("sess_").expect(id);
+            assert_eq!(hex.len(), 32, "{id}");
+            assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+        }
+        let mut unique = ids.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), ids.len());
+        // Not a counter: consecutive ids share no long prefix.
+        let shared = ids[0]
+            .bytes()
+            .zip(ids[1].bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        assert!(shared < "sess_".len() + 8, "{} / {}", ids[0], ids[1]);
+    }
 }
