@@ -87,8 +87,13 @@ pub use acp_core::{
     Agent, Choice, Client, CommandInput, ConfigKind, ConfigOption, ConfigSpec, ConfigValue,
     Elicited, Error, Fs, McpPermission, McpState, McpStatus, Modes, Persist, Persisted, Prompt,
     Requirement, Result, Server, Session, SessionSetup, Settings, Terminal, Terminals,
-    ToolCallBuilder, ToolCallGuard, ToolDef, ToolOutput, in_tool_call, schema, serve, serve_stdio,
+    ToolCallBuilder, ToolCallGuard, ToolDef, ToolOutput, in_tool_call, schema, serve, serve_main,
+    serve_stdio,
 };
+
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use acp_core::net;
 
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
