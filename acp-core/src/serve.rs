@@ -530,6 +530,18 @@ mod tests {
         }
     }
 
+    #[test]
+    fn listen_is_read_in_both_spellings_and_needs_an_address() {
+        let args = |a: &[&str]| listen_arg(a.iter().map(|s| s.to_string()));
+        assert_eq!(args(&[]).unwrap(), None);
+        assert_eq!(args(&["--login"]).unwrap(), None);
+        let addr = Some("127.0.0.1:8080".to_owned());
+        assert_eq!(args(&["--listen", "127.0.0.1:8080"]).unwrap(), addr);
+        assert_eq!(args(&["-v", "--listen=127.0.0.1:8080"]).unwrap(), addr);
+        assert!(args(&["--listen"]).is_err());
+        assert!(args(&["--listen", "--verbose"]).is_err());
+    }
+
     #[tokio::test]
     async fn a_failing_input_is_an_io_error_of_its_kind_saying_it_was_the_clients_input() {
         let e = serve(Idle, Reset, tokio::io::sink()).await.unwrap_err();

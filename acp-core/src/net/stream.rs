@@ -413,7 +413,7 @@ pub(super) async fn get(shared: Shared, parts: Parts) -> Response {
             frame = rx.recv() => frame?,
             () = closed.cancelled() => return None,
         };
-        let event = Bytes::from(format!("event: message\ndata: {frame}\n\n"));
+        let event = Bytes::from(format!("data: {frame}\n\n"));
         Some((Ok::<_, std::convert::Infallible>(event), lease))
     });
     (
