@@ -367,3 +367,20 @@ async fn another_connections_session_is_not_found() {
     let (answer, _) = alice.prompt(&session, "mine").await;
     assert_eq!(answer["result"]["stopReason"], "end_turn");
 }
+
+#[tokio::test]
+async fn the_scripted_client_drives_an_agent_over_websocket() {
+    let url = start(HttpConfig::bearer(TOKEN)).await;
+    let client = acp_core::testing::TestClient::builder()
+        .websocket(&url, TOKEN)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("over the network").await.unwrap();
+    assert_eq!(turn.text(), "echo: over the network");
+    let refused = acp_core::testing::TestClient::builder()
+        .websocket(&url, "wrong")
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("401"), "{refused}");
+}
