@@ -2,8 +2,9 @@
 //! (`@agentclientprotocol/sdk/experimental/ws-client` and `.../http-client`, pinned in
 //! tests/interop/ts/package-lock.json): each test runs one scenario of
 //! tests/interop/ts/net.mjs against the `echo` example started with `--listen` and
-//! `$ACP_TOKEN`; the script validates every frame the agent sends against the SDK's schema
-//! and checks the transport RFD's status codes and headers on the wire.
+//! `$ACP_TOKEN`, under the SDK's v1 and (experimental) v2 client apps; the script validates
+//! every frame the agent sends against the SDK's schema (v1's or v2's) and checks the
+//! transport RFD's status codes and headers on the wire.
 //!
 //! Needs Node.js >= 20 and npm; `npm ci` runs automatically on first use.
 
@@ -19,6 +20,8 @@ const NET: support::InteropScript = support::InteropScript {
 interop_scenarios!(NET;
     websocket_turn,
     http_turn,
+    websocket_turn_v2,
+    http_turn_v2,
     websocket_refused_without_token,
     http_status_codes,
 );

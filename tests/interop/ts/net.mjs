@@ -14,11 +14,13 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
+import * as v2 from "@agentclientprotocol/sdk/experimental/v2";
 import { createHttpStream } from "@agentclientprotocol/sdk/experimental/http-client";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import WebSocket from "ws";
 import { FrameTap } from "./lib/agent.mjs";
 import { ScenarioFailure, WAIT_MS, runCli, scenario, sleep, withTimeout } from "./lib/harness.mjs";
+import { V2Validator } from "./v2/fixture.mjs";
 
 const TOKEN = "interop-net-token-5f2c9a7e41b84d06";
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
@@ -104,8 +106,9 @@ class Fixture {
     this.agents = [];
   }
 
-  async agent() {
-    const agent = await new NetAgent(this.binary, this.validator, this.dataDir).start();
+  /** An agent listening on a free port; its frames validated by `validator` (v1's default). */
+  async agent(validator = this.validator) {
+    const agent = await new NetAgent(this.binary, validator, this.dataDir).start();
     this.agents.push(agent);
     return agent;
   }
@@ -143,6 +146,25 @@ class Fixture {
     });
   }
 
+  /** initialize (v2), session/new and one turn through the SDK's experimental v2 client app. */
+  async turnV2(stream, what) {
+    const c = this.checks;
+    const app = v2.client({ name: "acp-interop-net" });
+    await app.connectWith(stream, async (ctx) => {
+      const init = await withTimeout(
+        ctx.request("initialize", { protocolVersion: 2, info: { name: "acp-interop-net", version: "0.0.0" }, capabilities: {} }),
+        WAIT_MS,
+        `${what}: initialize`,
+      );
+      c.equal(init.protocolVersion, 2, `${what}: initialize.protocolVersion`);
+      const session = await withTimeout(ctx.buildSession(this.dataDir).start(), WAIT_MS, `${what}: session/new`);
+      const text = `hello over ${what}`;
+      await withTimeout(session.prompt(text), WAIT_MS, `${what}: session/prompt`);
+      const reply = await withTimeout(session.readTextUntilIdle(), WAIT_MS, `${what}: the turn until idle`);
+      c.equal(reply, text, `${what}: the echoed message`);
+    });
+  }
+
   cleanup() {
     rmSync(this.dataDir, { recursive: true, force: true });
   }
@@ -158,6 +180,18 @@ scenario("http_turn", "a v1 turn through the SDK's Streamable HTTP client (POST,
   const agent = await fx.agent();
   const stream = createHttpStream(agent.url, { headers: AUTH });
   await fx.turn(agent.tapped(stream), "Streamable HTTP");
+});
+
+scenario("websocket_turn_v2", "a v2 turn through the SDK's experimental v2 client over WebSocket (v2 negotiated per connection)", async ({ fx }) => {
+  const agent = await fx.agent(new V2Validator());
+  const stream = createWebSocketStream(agent.url.replace("http://", "ws://"), { WebSocket, headers: AUTH });
+  await fx.turnV2(agent.tapped(stream), "WebSocket v2");
+});
+
+scenario("http_turn_v2", "a v2 turn through the SDK's experimental v2 client over Streamable HTTP", async ({ fx }) => {
+  const agent = await fx.agent(new V2Validator());
+  const stream = createHttpStream(agent.url, { headers: AUTH });
+  await fx.turnV2(agent.tapped(stream), "Streamable HTTP v2");
 });
 
 scenario("websocket_refused_without_token", "a WebSocket upgrade without the token is refused with 401; with it, the same server serves", async ({ fx, c }) => {
