@@ -384,3 +384,26 @@ async fn the_scripted_client_drives_an_agent_over_websocket() {
         .unwrap_err();
     assert!(refused.to_string().contains("401"), "{refused}");
 }
+
+#[tokio::test]
+async fn thousands_of_idle_sockets_cost_nobody_else_and_silent_ones_are_closed() {
+    let url = start(HttpConfig::bearer(TOKEN).header_timeout(Duration::from_millis(300))).await;
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/acp")
+        .to_owned();
+    let mut idle = Vec::new();
+    for _ in 0..3000 {
+        idle.push(tokio::net::TcpStream::connect(&addr).await.unwrap());
+    }
+    still_serves(&url).await;
+    // A socket that never sends its request headers is closed by the server.
+    use tokio::io::AsyncReadExt;
+    let mut silent = idle.pop().unwrap();
+    let mut buf = [0u8; 64];
+    let closed = tokio::time::timeout(Duration::from_secs(5), silent.read(&mut buf)).await;
+    assert!(
+        matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+        "the server closes a silent socket: {closed:?}"
+    );
+}

@@ -41,7 +41,9 @@ pub(crate) enum Auth {
 ///   refused with `413`;
 /// - a new connection beyond [`max_connections`](HttpConfig::max_connections) is refused with
 ///   `503` and `Retry-After`;
-/// - a connection nobody used for [`idle_timeout`](HttpConfig::idle_timeout) is ended.
+/// - a connection nobody used for [`idle_timeout`](HttpConfig::idle_timeout) is ended, and a
+///   socket that sends no request within [`header_timeout`](HttpConfig::header_timeout)
+///   closed.
 ///
 /// ```
 /// # use std::time::Duration;
@@ -62,6 +64,7 @@ pub struct HttpConfig {
     pub(crate) max_body: usize,
     pub(crate) max_connections: usize,
     pub(crate) idle_timeout: Duration,
+    pub(crate) header_timeout: Duration,
 }
 
 impl fmt::Debug for HttpConfig {
@@ -76,6 +79,7 @@ impl fmt::Debug for HttpConfig {
             .field("max_body", &self.max_body)
             .field("max_connections", &self.max_connections)
             .field("idle_timeout", &self.idle_timeout)
+            .field("header_timeout", &self.header_timeout)
             .finish()
     }
 }
@@ -114,6 +118,7 @@ impl HttpConfig {
             max_body: 4 * 1024 * 1024,
             max_connections: 256,
             idle_timeout: Duration::from_secs(300),
+            header_timeout: Duration::from_secs(30),
         }
     }
 
@@ -141,6 +146,15 @@ impl HttpConfig {
     /// Streamable HTTP, without an open stream) before it is ended (default 5 minutes).
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
         self.idle_timeout = timeout.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long a new TCP connection may take to send its request's headers before it is
+    /// closed (default 30 s; [`Server::serve_http`](crate::Server::serve_http) only, a host
+    /// mounting [`Server::router`](crate::Server::router) sets its own): thousands of sockets
+    /// opened and left silent are closed, not kept.
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout.max(Duration::from_millis(10));
         self
     }
 

@@ -27,12 +27,16 @@ mod ws;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::service::TowerToHyperService;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, info};
 
@@ -113,8 +117,9 @@ impl<A: Agent> Server<A> {
             .with_state(shared))
     }
 
-    /// Serves the agent on `addr` (`http://ADDR/acp`) until the process ends: see
-    /// [`router`](Server::router). Bind a loopback address (`127.0.0.1:8080`) unless the
+    /// Serves the agent on `addr` (`http://ADDR/acp`) until the process ends (it returns
+    /// only if it cannot listen): see [`router`](Server::router). HTTP/1.1 and HTTP/2
+    /// (cleartext, prior knowledge; TLS is a proxy's job). Bind a loopback address (`127.0.0.1:8080`) unless the
     /// agent is meant to be reached from other machines, and then behind TLS.
     pub async fn serve_http(self, addr: SocketAddr, config: HttpConfig) -> Result<()> {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -130,14 +135,71 @@ impl<A: Agent> Server<A> {
         listener: tokio::net::TcpListener,
         config: HttpConfig,
     ) -> Result<()> {
+        let header_timeout = config.header_timeout;
         let router = self.router(config)?;
         if let Ok(addr) = listener.local_addr() {
             info!("serving ACP on http://{addr}{PATH}");
         }
-        axum::serve(listener, router)
-            .await
-            .map_err(|e| Error::io("serving HTTP", e))
+        accept(listener, router, header_timeout).await
     }
+}
+
+/// Serves `router` on every connection `listener` accepts, over HTTP/1.1 or HTTP/2 (the RFD
+/// requires 2; cleartext HTTP/2 with prior knowledge is accepted), WebSocket upgrades
+/// included. Like `axum::serve`, plus the header read timeout: a client that connects and
+/// sends nothing holds a socket for `header_timeout`, not forever.
+async fn accept(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    header_timeout: Duration,
+) -> Result<()> {
+    loop {
+        let (tcp, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            // A connection reset before it was accepted: next one.
+            Err(e) if is_connection_error(&e) => continue,
+            // Out of file descriptors, or the like: the listener itself is fine, and
+            // connections ending free what it lacks. Wait, as `axum::serve` does.
+            Err(e) => {
+                tracing::error!("accepting a connection failed: {e}");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let service = TowerToHyperService::new(router.clone());
+        tokio::spawn(async move {
+            // Detecting HTTP/1 or 2 waits for the first bytes with no timeout of its own.
+            let first = tokio::time::timeout(header_timeout, tcp.peek(&mut [0u8; 1])).await;
+            if !matches!(first, Ok(Ok(1..))) {
+                debug!("closed a connection that sent no request");
+                return;
+            }
+            let mut builder = Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            builder
+                .http2()
+                .timer(TokioTimer::new())
+                .enable_connect_protocol();
+            let served = builder
+                .serve_connection_with_upgrades(TokioIo::new(tcp), service)
+                .await;
+            if let Err(e) = served {
+                debug!("an HTTP connection ended: {e}");
+            }
+        });
+    }
+}
+
+fn is_connection_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionReset | ConnectionRefused
+    )
 }
 
 /// Every request passes here first: a browser origin not trusted is `403`, missing or wrong
