@@ -29,6 +29,9 @@ const DRAIN_WAIT: Duration = Duration::from_millis(300);
 /// rest are killed (dropping a server kills its process group).
 const MCP_STOP_WAIT: Duration = Duration::from_millis(300);
 
+/// The variable [`Server::serve_stdio`] takes the session lease's period from, in ms.
+const LEASE_VAR: &str = "ACP_SESSION_LEASE_MS";
+
 /// Serves `agent` on the process's stdin and stdout until the client closes stdin, with the
 /// default limits and sessions recorded in the agent's default on-disk store, or in the one
 /// `$ACP_DATABASE_URL` names ([`Server`] to change them).
@@ -116,6 +119,9 @@ pub struct Server<A> {
     local_fallback: bool,
     /// See [`Connection::local_files`](crate::session::Connection::local_files).
     local_files: Option<Arc<dyn crate::session::local::fs::Files>>,
+    /// How long a session's ownership lease lasts unless renewed; `None`: `$ACP_SESSION_LEASE_MS`
+    /// under `serve_stdio`, else the default.
+    lease_ttl: Option<Duration>,
     /// The endpoints the editor may configure (`providers/*`).
     #[cfg(feature = "llm-providers")]
     llm_providers: Option<crate::llm::providers::Endpoints>,
@@ -154,9 +160,23 @@ impl<A: Agent> Server<A> {
             mcp_permission: McpPermission::default(),
             local_fallback: false,
             local_files: None,
+            lease_ttl: None,
             #[cfg(feature = "llm-providers")]
             llm_providers: None,
         }
+    }
+
+    /// How long a session's ownership lease lasts unless renewed (default 30 s): with a
+    /// store shared by several replicas of the agent (PostgreSQL), a session open on a
+    /// connection is held by it, renewed every third of this, so that no two replicas run
+    /// its turns at once; a replica that dies leaves its sessions to the others after this
+    /// long, and loading one of them on another replica waits for that. Closing a session
+    /// gives it up at once. Stores used by one process grant every lease: nothing waits.
+    /// Clamped to at least 100 ms. Without a call, [`serve_stdio`](Self::serve_stdio) takes
+    /// it from `$ACP_SESSION_LEASE_MS` (milliseconds) when set.
+    pub fn session_lease(mut self, ttl: Duration) -> Self {
+        self.lease_ttl = Some(ttl.max(Duration::from_millis(100)));
+        self
     }
 
     /// Lets the editor configure these model endpoints (Unstable: ACP's "Configurable LLM
@@ -292,7 +312,7 @@ impl<A: Agent> Server<A> {
     /// methods are answered with that error. A `$ACP_DATABASE_URL` this build cannot open (an
     /// unknown scheme, PostgreSQL without feature `postgres`) fails at once, before serving.
     pub async fn serve_stdio(self) -> Result<()> {
-        let server = self.open_default_store()?;
+        let server = self.env_defaults()?;
         let (reader, writer) = stdio::take();
         server.serve(reader, writer).await
     }
@@ -346,6 +366,7 @@ impl<A: Agent> Server<A> {
             mcp_permission,
             local_fallback,
             local_files,
+            lease_ttl,
             #[cfg(feature = "llm-providers")]
             llm_providers,
         } = self;
@@ -362,14 +383,25 @@ impl<A: Agent> Server<A> {
             mcp_permission,
             local_fallback,
             local_files,
+            lease_ttl,
             #[cfg(feature = "llm-providers")]
             llm_providers,
         }
     }
 
-    /// Opens the default store (`$ACP_DATABASE_URL`, else the agent's on-disk one) unless
-    /// the server was given one or told to keep none.
-    pub(crate) fn open_default_store(mut self) -> Result<Self> {
+    /// What the environment sets unless the code did: the session lease's period
+    /// (`$ACP_SESSION_LEASE_MS`) and the store (`$ACP_DATABASE_URL`, else the agent's on-disk
+    /// default, unless the server was given one or told to keep none).
+    pub(crate) fn env_defaults(mut self) -> Result<Self> {
+        if self.lease_ttl.is_none()
+            && let Some(ms) = std::env::var_os(LEASE_VAR)
+        {
+            let ms = ms.to_str().and_then(|ms| ms.trim().parse::<u64>().ok());
+            let ms = ms.ok_or_else(|| {
+                Error::msg(format!("{LEASE_VAR} must be a number of milliseconds"))
+            })?;
+            self = self.session_lease(Duration::from_millis(ms));
+        }
         if matches!(self.store, Store::Default) {
             let opening = crate::store::url::opening_default(&self.agent.info().name)?;
             self.store = Store::Given(Arc::new(opening));
@@ -389,6 +421,7 @@ pub(crate) struct Shared<A> {
     mcp_permission: McpPermission,
     local_fallback: bool,
     local_files: Option<Arc<dyn crate::session::local::fs::Files>>,
+    lease_ttl: Option<Duration>,
     #[cfg(feature = "llm-providers")]
     llm_providers: Option<crate::llm::providers::Endpoints>,
 }
@@ -409,9 +442,11 @@ impl<A: Agent> Shared<A> {
             mcp_permission,
             local_fallback,
             local_files,
+            lease_ttl,
             #[cfg(feature = "llm-providers")]
             llm_providers,
         } = self;
+        let lease_ttl = *lease_ttl;
         let (agent, max_line, max_in_flight, store) =
             (agent.clone(), *max_line, *max_in_flight, store.clone());
         let (mcp_timeout, mcp_permission, local_fallback, local_files) = (
@@ -432,6 +467,7 @@ impl<A: Agent> Shared<A> {
         let mut conn = Connection::new(peer.clone());
         conn.local_fallback = local_fallback;
         conn.local_files = local_files;
+        conn.lease_ttl = lease_ttl.unwrap_or(crate::session::DEFAULT_LEASE_TTL);
         let conn = Arc::new(conn);
         conn.extensions.insert(settings.clone());
         conn.extensions.insert(McpConfig {

@@ -368,3 +368,53 @@ async fn dropping_the_stream_closes_the_connection_at_once() {
         eof - dropped
     );
 }
+
+#[tokio::test]
+async fn text_that_arrives_together_is_one_event_and_a_cut_after_it_still_comes_second() {
+    // The whole recorded stream in one piece: every delta has arrived before the first is
+    // read, so the text is one event (then usage, then the stop).
+    let whole = recording("openai_text.sse").into_bytes();
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![whole],
+        end: End::Finish,
+    }])
+    .await;
+    let (events, error) = collect(
+        openai(&server, None)
+            .stream(request(MESSAGES))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(error.is_none(), "{error:?}");
+    let texts: Vec<&Event> = events
+        .iter()
+        .filter(|e| matches!(e, Event::Text(_)))
+        .collect();
+    assert_eq!(
+        texts,
+        [&Event::Text("Le café était déjà servi — 🦀 prêt.".into())],
+        "{events:?}"
+    );
+    assert!(
+        matches!(events.last(), Some(Event::Stop(Stop::EndTurn))),
+        "{events:?}"
+    );
+
+    // The same, cut before the model stopped: the text first, then the error.
+    let recorded = pieces(&recording("openai_text.sse"));
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![recorded[..6].concat()],
+        end: End::Cut,
+    }])
+    .await;
+    let (events, error) = collect(
+        openai(&server, None)
+            .stream(request(MESSAGES))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(events, [Event::Text("Le café était".into())]);
+    assert!(error.is_some(), "the cut is an error");
+}

@@ -15,7 +15,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use sse_stream::Sse;
 
-use super::http::{DecodeError, Decoder, Http, Retry, cut};
+use super::http::{DecodeError, Decoder, Http, Retry, cut, push_piece};
 use super::{Api, Event, EventStream, Message, Part, Provider, Request, Role, Route, Stop, Usage};
 use crate::Result;
 
@@ -236,10 +236,16 @@ impl Decoder for Events {
             "content_block_start" => {
                 let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
                 match str_at("/content_block/type") {
-                    Some("text") => push_text(out, str_at("/content_block/text"), Event::Text),
-                    Some("thinking") => {
-                        push_text(out, str_at("/content_block/thinking"), Event::Reasoning)
-                    }
+                    Some("text") => push_piece(
+                        out,
+                        false,
+                        str_at("/content_block/text").unwrap_or_default(),
+                    ),
+                    Some("thinking") => push_piece(
+                        out,
+                        true,
+                        str_at("/content_block/thinking").unwrap_or_default(),
+                    ),
                     Some("tool_use") => {
                         let position = self.calls.len();
                         self.calls.insert(index, position);
@@ -255,9 +261,11 @@ impl Decoder for Events {
             "content_block_delta" => {
                 let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
                 match str_at("/delta/type") {
-                    Some("text_delta") => push_text(out, str_at("/delta/text"), Event::Text),
+                    Some("text_delta") => {
+                        push_piece(out, false, str_at("/delta/text").unwrap_or_default())
+                    }
                     Some("thinking_delta") => {
-                        push_text(out, str_at("/delta/thinking"), Event::Reasoning)
+                        push_piece(out, true, str_at("/delta/thinking").unwrap_or_default())
                     }
                     Some("signature_delta") => {
                         push_text(out, str_at("/delta/signature"), Event::ReasoningSignature)

@@ -313,6 +313,7 @@ impl Http {
             events: Some(SseStream::from_bytes_stream(response.bytes_stream()).boxed()),
             decoder: D::default(),
             out: VecDeque::new(),
+            failed: None,
             provider: self.provider,
             http: self.clone(),
         };
@@ -411,6 +412,8 @@ struct Reader<D> {
     decoder: D,
     /// Events decoded, not yet handed out.
     out: VecDeque<Event>,
+    /// The error that ended the stream, handed out after the events decoded before it.
+    failed: Option<Error>,
     provider: &'static str,
     http: Http,
 }
@@ -454,24 +457,65 @@ impl<D: Decoder> Reader<D> {
 }
 
 /// Polled in place (the reader is never moved between events: this is the hot path of a
-/// stream, one event per token).
+/// stream, one event per token). Every server-sent event that has already arrived is decoded
+/// before any is handed out, so that text pieces arriving together join into one event
+/// ([`push_piece`]); text waits for nothing that has not arrived.
 impl<D: Decoder + Unpin> Stream for Reader<D> {
     type Item = Result<Event>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Event>>> {
         let reader = self.get_mut();
         loop {
-            if let Some(event) = reader.out.pop_front() {
+            // Text last in line may still grow by what has arrived behind it.
+            let joinable = reader.events.is_some()
+                && reader.out.len() == 1
+                && matches!(reader.out.back(),
+                    Some(Event::Text(t) | Event::Reasoning(t)) if t.len() < JOIN_LIMIT);
+            if !joinable && let Some(event) = reader.out.pop_front() {
                 return Poll::Ready(Some(Ok(event)));
+            }
+            if let Some(error) = reader.failed.take() {
+                return Poll::Ready(Some(Err(error)));
             }
             let Some(events) = reader.events.as_mut() else {
                 return Poll::Ready(None);
             };
-            let next = std::task::ready!(events.poll_next_unpin(cx));
-            if let Err(e) = reader.take(next) {
-                return Poll::Ready(Some(Err(reader.http.error(e.message))));
+            match events.poll_next_unpin(cx) {
+                Poll::Pending => {
+                    return match reader.out.pop_front() {
+                        Some(event) => Poll::Ready(Some(Ok(event))),
+                        None => Poll::Pending,
+                    };
+                }
+                Poll::Ready(next) => {
+                    if let Err(e) = reader.take(next) {
+                        reader.failed = Some(reader.http.error(e.message));
+                    }
+                }
             }
         }
+    }
+}
+
+/// The most text one joined event carries.
+pub(crate) const JOIN_LIMIT: usize = 64 * 1024;
+
+/// Adds a piece of the model's text (or reasoning) to `out`: joined to the last event when
+/// that is of the same kind and not handed out yet (one event and one allocation per batch
+/// of tokens that arrived together, instead of one per token), else as an event of its own.
+/// An empty piece adds nothing.
+pub(crate) fn push_piece(out: &mut VecDeque<Event>, reasoning: bool, piece: &str) {
+    if piece.is_empty() {
+        return;
+    }
+    match (out.back_mut(), reasoning) {
+        (Some(Event::Text(text)), false) | (Some(Event::Reasoning(text)), true)
+            if text.len() < JOIN_LIMIT =>
+        {
+            text.push_str(piece);
+        }
+        (_, false) => out.push_back(Event::Text(piece.to_owned())),
+        (_, true) => out.push_back(Event::Reasoning(piece.to_owned())),
     }
 }
 

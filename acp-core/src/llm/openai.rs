@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sse_stream::Sse;
 
-use super::http::{DecodeError, Decoder, Http, Retry, cut};
+use super::http::{DecodeError, Decoder, Http, Retry, cut, push_piece};
 use super::{Api, Event, EventStream, Message, Part, Provider, Request, Role, Route, Stop, Usage};
 use crate::Result;
 
@@ -277,13 +277,14 @@ impl Decoder for Chunks {
 impl Chunks {
     fn delta(&mut self, delta: Delta<'_>, out: &mut VecDeque<Event>) {
         let text = |t: Option<Cow<'_, str>>| t.filter(|t| !t.is_empty()).map(Cow::into_owned);
-        for reasoning in [delta.reasoning_content, delta.reasoning] {
-            if let Some(t) = text(reasoning) {
-                out.push_back(Event::Reasoning(t));
-            }
+        for reasoning in [delta.reasoning_content, delta.reasoning]
+            .into_iter()
+            .flatten()
+        {
+            push_piece(out, true, &reasoning);
         }
-        if let Some(t) = text(delta.content) {
-            out.push_back(Event::Text(t));
+        if let Some(content) = delta.content {
+            push_piece(out, false, &content);
         }
         for call in delta.tool_calls.into_iter().flatten() {
             let raw = call.index.unwrap_or(0);

@@ -74,7 +74,8 @@ impl<A: Agent> Server<A> {
     /// with [`serve_http`](Server::serve_http)): WebSocket and Streamable HTTP, behind
     /// `config`'s checks (see [`HttpConfig`]). Sessions are recorded in the store the server
     /// was given, else in the one `$ACP_DATABASE_URL` names, else in the agent's default
-    /// on-disk store, shared by every connection: a client that reconnects loads its
+    /// on-disk store (and the session lease is `$ACP_SESSION_LEASE_MS` unless set), shared by
+    /// every connection: a client that reconnects loads its
     /// sessions (`session/load`, `session/resume`) on its new connection.
     ///
     /// Fails when `config` would let anyone in (an empty token) or the store cannot be
@@ -91,7 +92,7 @@ impl<A: Agent> Server<A> {
     /// ```
     pub fn router(self, config: HttpConfig) -> Result<axum::Router> {
         config.validate()?;
-        let server = Arc::new(self.open_default_store()?.into_shared());
+        let server = Arc::new(self.env_defaults()?.into_shared());
         let serve: ServeFn = Arc::new(move |input, output| {
             let server = server.clone();
             Box::pin(async move {

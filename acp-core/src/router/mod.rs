@@ -7,6 +7,7 @@
 mod auth;
 mod ext;
 mod history;
+mod lease;
 mod prompt;
 #[cfg(feature = "llm-providers")]
 mod providers;

@@ -171,6 +171,9 @@ pub(super) async fn open_session<A: Agent, T: OpenAnswer>(
     };
     let session_id = state.id.clone();
     history::save(conn, &state, title).await;
+    if let Some(store) = conn.peer.journal.store() {
+        super::lease::keep(store.clone(), &state);
+    }
     conn.sessions.insert(state);
     if T::COMMANDS_FIRST {
         send_commands(conn, &session_id, commands).await;

@@ -30,7 +30,7 @@ pub(crate) use messages::user_chunk;
 pub use persist::{Persist, Persisted};
 pub(crate) use settings::list;
 pub use settings::{Choice, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Modes, Settings};
-pub(crate) use state::{Connection, SessionState};
+pub(crate) use state::{Connection, DEFAULT_LEASE_TTL, SessionState};
 pub use terminal::{Terminal, Terminals};
 pub(crate) use tool_call::adopting;
 pub use tool_call::{ToolCallBuilder, ToolCallGuard, in_tool_call};

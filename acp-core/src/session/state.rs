@@ -89,6 +89,12 @@ pub(crate) struct Connection {
     backends: OnceLock<Backends>,
     /// Watches every local terminal of the connection (see [`TerminalObserver`]).
     terminal_observer: ObserverSlot,
+    /// Who this connection is when it takes a session's ownership lease in the store
+    /// ([`SessionStore::acquire_lease`](crate::store::SessionStore::acquire_lease)): unique
+    /// across processes.
+    pub lease_holder: String,
+    /// How long a lease lasts unless renewed ([`Server::session_lease`](crate::Server::session_lease)).
+    pub lease_ttl: std::time::Duration,
 }
 
 impl Connection {
@@ -104,6 +110,11 @@ impl Connection {
             local_files: None,
             backends: OnceLock::new(),
             terminal_observer: ObserverSlot::default(),
+            lease_holder: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                super::registry::process_unique("conn", &NEXT)
+            },
+            lease_ttl: DEFAULT_LEASE_TTL,
         }
     }
 
@@ -159,6 +170,10 @@ impl Connection {
 #[cfg_attr(not(feature = "v2"), allow(dead_code))]
 pub(crate) const IDEMPOTENCY_KEYS: usize = 256;
 
+/// How long a session's ownership lease lasts unless renewed: a replica that dies leaves its
+/// sessions to the others after this long.
+pub(crate) const DEFAULT_LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// One session known to a connection.
 #[derive(Debug)]
 #[cfg_attr(not(feature = "v2"), allow(dead_code))] // prompts queue on v2 only
@@ -182,6 +197,8 @@ pub(crate) struct SessionState {
     /// The session was closed (or reopened elsewhere): handles outside a turn may no longer
     /// send anything for it.
     pub closed: AtomicBool,
+    /// Cancelled when the session is closed (what waits on its end, e.g. its lease keeper).
+    pub ended: CancellationToken,
     /// The author's per-session values, one per type.
     pub values: TypeMap,
     /// Which of them persist, and the stored ones not asked for yet.
@@ -218,6 +235,7 @@ impl SessionState {
             settings: config::Values::default(),
             commands: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            ended: CancellationToken::new(),
             values: TypeMap::default(),
             persisted: PersistedValues::default(),
             queue: Arc::default(),
@@ -306,6 +324,7 @@ impl SessionState {
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
         self.cancel_turn();
+        self.ended.cancel();
     }
 
     /// Whether the session was closed.
