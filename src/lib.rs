@@ -72,6 +72,10 @@
 //! - `postgres` (off by default): `acp::store::PostgresStore`, sessions in a PostgreSQL
 //!   database that several replicas of an agent share (with ownership leases), picked with no
 //!   code by `ACP_DATABASE_URL=postgres://…` (see [`store`]).
+//! - `http` (off by default): `acp::net`, the agent as a network service: WebSocket and
+//!   Streamable HTTP on `/acp` behind a bearer token (`Server::serve_http`,
+//!   `Server::router` for an axum app); [`serve_main`] then serves it with `--listen ADDR`
+//!   and `$ACP_TOKEN` (stdio otherwise).
 //! - `mcp-http` and `mcp-sse` (on by default): the client's MCP servers over streamable HTTP
 //!   and over the legacy HTTP+SSE transport, advertised as `mcpCapabilities.http` / `.sse`
 //!   exactly when compiled in (stdio servers are always supported). Without them
