@@ -119,5 +119,5 @@ async fn main() -> acp::Result<()> {
         Some(_) => server.no_store(),
         None => server,
     };
-    server.serve_stdio().await
+    server.serve_main().await
 }

@@ -222,6 +222,6 @@ async fn main() -> acp::Result<()> {
     acp::Server::new(Coder::new(model, &small))
         .local_fallback(true)
         .llm_providers([endpoint])
-        .serve_stdio()
+        .serve_main()
         .await
 }

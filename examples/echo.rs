@@ -145,5 +145,5 @@ async fn permission(cx: &Session) -> acp::Result<StopReason> {
 #[tokio::main]
 async fn main() -> acp::Result<()> {
     acp::init_logging();
-    acp::serve_stdio(Echo).await
+    acp::serve_main(Echo).await
 }

@@ -84,5 +84,5 @@ impl McpAgent {
 #[tokio::main]
 async fn main() -> acp::Result<()> {
     acp::init_logging();
-    acp::serve_stdio(McpAgent).await
+    acp::serve_main(McpAgent).await
 }

@@ -132,5 +132,5 @@ impl ModelAgent {
 #[tokio::main]
 async fn main() -> acp::Result<()> {
     acp::init_logging();
-    acp::serve_stdio(ModelAgent::new(scripted())).await
+    acp::serve_main(ModelAgent::new(scripted())).await
 }

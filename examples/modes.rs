@@ -135,5 +135,5 @@ async fn say(cx: &Session, reply: String) -> acp::Result<StopReason> {
 #[tokio::main]
 async fn main() -> acp::Result<()> {
     acp::init_logging();
-    acp::serve_stdio(Modes).await
+    acp::serve_main(Modes).await
 }

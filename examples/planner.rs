@@ -157,5 +157,5 @@ impl Planner {
 #[tokio::main]
 async fn main() -> acp::Result<()> {
     acp::init_logging();
-    acp::serve_stdio(Planner).await
+    acp::serve_main(Planner).await
 }

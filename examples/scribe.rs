@@ -77,5 +77,5 @@ impl Scribe {
 #[tokio::main]
 async fn main() -> acp::Result<()> {
     acp::init_logging();
-    acp::serve_stdio(Scribe).await
+    acp::serve_main(Scribe).await
 }

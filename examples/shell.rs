@@ -77,5 +77,5 @@ impl Shell {
 #[tokio::main]
 async fn main() -> acp::Result<()> {
     acp::init_logging();
-    acp::serve_stdio(Shell).await
+    acp::serve_main(Shell).await
 }

@@ -228,5 +228,5 @@ async fn main() -> acp::Result<()> {
         eprintln!("tour: logged in (nothing to remember)");
         return Ok(());
     }
-    acp::serve_stdio(Tour::default()).await
+    acp::serve_main(Tour::default()).await
 }

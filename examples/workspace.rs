@@ -134,5 +134,5 @@ fn roots(cx: &Session) -> Vec<PathBuf> {
 #[tokio::main]
 async fn main() -> acp::Result<()> {
     acp::init_logging();
-    acp::serve_stdio(Workspace).await
+    acp::serve_main(Workspace).await
 }

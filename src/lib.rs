@@ -72,6 +72,10 @@
 //! - `postgres` (off by default): `acp::store::PostgresStore`, sessions in a PostgreSQL
 //!   database that several replicas of an agent share (with ownership leases), picked with no
 //!   code by `ACP_DATABASE_URL=postgres://…` (see [`store`]).
+//! - `http` (off by default): `acp::net`, the agent as a network service: WebSocket and
+//!   Streamable HTTP on `/acp` behind a bearer token (`Server::serve_http`,
+//!   `Server::router` for an axum app); [`serve_main`] then serves it with `--listen ADDR`
+//!   and `$ACP_TOKEN` (stdio otherwise).
 //! - `mcp-http` and `mcp-sse` (on by default): the client's MCP servers over streamable HTTP
 //!   and over the legacy HTTP+SSE transport, advertised as `mcpCapabilities.http` / `.sse`
 //!   exactly when compiled in (stdio servers are always supported). Without them
@@ -87,8 +91,13 @@ pub use acp_core::{
     Agent, Choice, Client, CommandInput, ConfigKind, ConfigOption, ConfigSpec, ConfigValue,
     Elicited, Error, Fs, McpPermission, McpState, McpStatus, Modes, Persist, Persisted, Prompt,
     Requirement, Result, Server, Session, SessionSetup, Settings, Terminal, Terminals,
-    ToolCallBuilder, ToolCallGuard, ToolDef, ToolOutput, in_tool_call, schema, serve, serve_stdio,
+    ToolCallBuilder, ToolCallGuard, ToolDef, ToolOutput, in_tool_call, schema, serve, serve_main,
+    serve_stdio,
 };
+
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use acp_core::net;
 
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]

@@ -32,6 +32,7 @@
 //! | `agent` | the [`Agent`] trait, [`Prompt`], [`SessionSetup`] |
 //! | `router` | the method tables (v1's, v2's): method → capability gate → inline or spawned → handler; the history methods; v2's prompt lifecycle and agent-owned terminals |
 //! | `serve` | [`Server`] and its limits and store: wiring it all together; shutdown |
+//! | `net` | the agent as a network service (feature `http`): WebSocket and Streamable HTTP on `/acp`, one `serve` per connection, behind a bearer token |
 //! | `testing` | the scripted client (feature `testing`) |
 //! | `__private` | the ABI of the macros' expansion |
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -48,6 +49,9 @@ mod jsonrpc;
 #[cfg_attr(docsrs, doc(cfg(feature = "llm")))]
 pub mod llm;
 mod mcp;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod net;
 mod peer;
 mod protocol;
 mod router;
@@ -64,7 +68,7 @@ mod turn;
 pub use agent::{Agent, CommandInput, Prompt, SessionSetup};
 pub use error::{Error, Result};
 pub use mcp::{McpPermission, McpState, McpStatus};
-pub use serve::{Server, serve, serve_stdio};
+pub use serve::{Server, serve, serve_main, serve_stdio};
 pub use session::Elicited;
 pub use session::{
     Choice, Client, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Fs, Modes, Persist,

@@ -49,6 +49,38 @@ pub async fn serve_stdio<A: Agent>(agent: A) -> Result<()> {
     Server::new(agent).serve_stdio().await
 }
 
+/// Serves `agent` as its command line says: on stdio (see [`serve_stdio`]), or, given
+/// `--listen ADDR` (or `--listen=ADDR`), on the network at `http://ADDR/acp` with the bearer
+/// token from `$ACP_TOKEN` (see [`Server::serve_main`]). An agent's `main` in one line:
+///
+/// ```no_run
+/// # async fn demo(agent: impl acp_core::Agent) -> acp_core::Result<()> {
+/// acp_core::serve_main(agent).await
+/// # }
+/// ```
+pub async fn serve_main<A: Agent>(agent: A) -> Result<()> {
+    Server::new(agent).serve_main().await
+}
+
+/// The address `--listen ADDR` or `--listen=ADDR` gives among `args`, if any.
+fn listen_arg(args: impl IntoIterator<Item = String>) -> Result<Option<String>> {
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        if arg == "--listen" {
+            return match args.next() {
+                Some(addr) if !addr.starts_with("--") => Ok(Some(addr)),
+                _ => Err(Error::msg(
+                    "--listen needs an address, e.g. `--listen 127.0.0.1:8080`",
+                )),
+            };
+        }
+        if let Some(addr) = arg.strip_prefix("--listen=") {
+            return Ok(Some(addr.to_owned()));
+        }
+    }
+    Ok(None)
+}
+
 /// Serves `agent` over any byte stream pair until `reader` reaches end of file, with the
 /// default limits ([`Server`] to change them).
 ///
@@ -279,22 +311,39 @@ impl<A: Agent> Server<A> {
     /// be opened, the agent says why on stderr and goes on without history: the history
     /// methods are answered with that error. A `$ACP_DATABASE_URL` this build cannot open (an
     /// unknown scheme, PostgreSQL without feature `postgres`) fails at once, before serving.
-    pub async fn serve_stdio(mut self) -> Result<()> {
-        if self.lease_ttl.is_none()
-            && let Some(ms) = std::env::var_os(LEASE_VAR)
-        {
-            let ms = ms.to_str().and_then(|ms| ms.trim().parse::<u64>().ok());
-            let ms = ms.ok_or_else(|| {
-                Error::msg(format!("{LEASE_VAR} must be a number of milliseconds"))
-            })?;
-            self = self.session_lease(Duration::from_millis(ms));
-        }
-        if matches!(self.store, Store::Default) {
-            let opening = crate::store::url::opening_default(&self.agent.info().name)?;
-            self.store = Store::Given(Arc::new(opening));
-        }
+    pub async fn serve_stdio(self) -> Result<()> {
+        let server = self.env_defaults()?;
         let (reader, writer) = stdio::take();
-        self.serve(reader, writer).await
+        server.serve(reader, writer).await
+    }
+
+    /// Serves as the process's command line says: on stdio by default ([`serve_stdio`]);
+    /// with `--listen ADDR` (e.g. `--listen 127.0.0.1:8080`), on the network at
+    /// `http://ADDR/acp` (feature `http`: `Server::serve_http`), requiring the bearer token
+    /// in `$ACP_TOKEN`. Without a token, with a malformed address or without feature `http`
+    /// it fails at once with an error saying so (the process then exits non-zero), before
+    /// anything listens.
+    pub async fn serve_main(self) -> Result<()> {
+        let Some(addr) = listen_arg(std::env::args().skip(1))? else {
+            return self.serve_stdio().await;
+        };
+        #[cfg(feature = "http")]
+        {
+            let config = crate::net::HttpConfig::from_env()?;
+            let addr: std::net::SocketAddr = addr.parse().map_err(|e| {
+                Error::msg(format!(
+                    "--listen {addr}: not an address and port ({e}), e.g. 127.0.0.1:8080"
+                ))
+            })?;
+            self.serve_http(addr, config).await
+        }
+        #[cfg(not(feature = "http"))]
+        {
+            Err(Error::msg(format!(
+                "--listen {addr}: this agent was built without the network service (feature \
+                 `http` of acp-framework)"
+            )))
+        }
     }
 
     /// Serves over any byte stream pair: see [`serve`].
@@ -303,6 +352,11 @@ impl<A: Agent> Server<A> {
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        self.into_shared().serve(reader, writer).await
+    }
+
+    /// What every connection of this server shares (the network serves many).
+    pub(crate) fn into_shared(self) -> Shared<A> {
         let Server {
             agent,
             max_line,
@@ -316,12 +370,95 @@ impl<A: Agent> Server<A> {
             #[cfg(feature = "llm-providers")]
             llm_providers,
         } = self;
-        static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
-        let span = debug_span!("acp", conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed));
         let store = match store {
             Store::Given(store) => Some(store),
             Store::Default | Store::None => None,
         };
+        Shared {
+            agent: Arc::new(agent),
+            max_line,
+            max_in_flight,
+            store,
+            mcp_timeout,
+            mcp_permission,
+            local_fallback,
+            local_files,
+            lease_ttl,
+            #[cfg(feature = "llm-providers")]
+            llm_providers,
+        }
+    }
+
+    /// What the environment sets unless the code did: the session lease's period
+    /// (`$ACP_SESSION_LEASE_MS`) and the store (`$ACP_DATABASE_URL`, else the agent's on-disk
+    /// default, unless the server was given one or told to keep none).
+    pub(crate) fn env_defaults(mut self) -> Result<Self> {
+        if self.lease_ttl.is_none()
+            && let Some(ms) = std::env::var_os(LEASE_VAR)
+        {
+            let ms = ms.to_str().and_then(|ms| ms.trim().parse::<u64>().ok());
+            let ms = ms.ok_or_else(|| {
+                Error::msg(format!("{LEASE_VAR} must be a number of milliseconds"))
+            })?;
+            self = self.session_lease(Duration::from_millis(ms));
+        }
+        if matches!(self.store, Store::Default) {
+            let opening = crate::store::url::opening_default(&self.agent.info().name)?;
+            self.store = Store::Given(Arc::new(opening));
+        }
+        Ok(self)
+    }
+}
+
+/// A server's agent and limits, shared by all its connections: one [`Shared::serve`] per
+/// connection (stdio has one; the network many, each its own `serve`).
+pub(crate) struct Shared<A> {
+    agent: Arc<A>,
+    max_line: usize,
+    max_in_flight: usize,
+    store: Option<Arc<dyn SessionStore>>,
+    mcp_timeout: Duration,
+    mcp_permission: McpPermission,
+    local_fallback: bool,
+    local_files: Option<Arc<dyn crate::session::local::fs::Files>>,
+    lease_ttl: Option<Duration>,
+    #[cfg(feature = "llm-providers")]
+    llm_providers: Option<crate::llm::providers::Endpoints>,
+}
+
+impl<A: Agent> Shared<A> {
+    /// Serves one connection over a byte stream pair: see [`serve`].
+    pub(crate) async fn serve<R, W>(&self, reader: R, writer: W) -> Result<()>
+    where
+        R: AsyncRead + Unpin + Send,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let Shared {
+            agent,
+            max_line,
+            max_in_flight,
+            store,
+            mcp_timeout,
+            mcp_permission,
+            local_fallback,
+            local_files,
+            lease_ttl,
+            #[cfg(feature = "llm-providers")]
+            llm_providers,
+        } = self;
+        let lease_ttl = *lease_ttl;
+        let (agent, max_line, max_in_flight, store) =
+            (agent.clone(), *max_line, *max_in_flight, store.clone());
+        let (mcp_timeout, mcp_permission, local_fallback, local_files) = (
+            *mcp_timeout,
+            *mcp_permission,
+            *local_fallback,
+            local_files.clone(),
+        );
+        #[cfg(feature = "llm-providers")]
+        let llm_providers = llm_providers.clone();
+        static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+        let span = debug_span!("acp", conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed));
         let settings = agent.settings();
         settings
             .check()
@@ -332,7 +469,6 @@ impl<A: Agent> Server<A> {
         conn.local_files = local_files;
         conn.lease_ttl = lease_ttl.unwrap_or(crate::session::DEFAULT_LEASE_TTL);
         let conn = Arc::new(conn);
-        let agent = Arc::new(agent);
         conn.extensions.insert(settings.clone());
         conn.extensions.insert(McpConfig {
             timeout: mcp_timeout,
@@ -428,6 +564,18 @@ mod tests {
         ) -> Result<crate::schema::StopReason> {
             Ok(crate::schema::StopReason::EndTurn)
         }
+    }
+
+    #[test]
+    fn listen_is_read_in_both_spellings_and_needs_an_address() {
+        let args = |a: &[&str]| listen_arg(a.iter().map(|s| s.to_string()));
+        assert_eq!(args(&[]).unwrap(), None);
+        assert_eq!(args(&["--login"]).unwrap(), None);
+        let addr = Some("127.0.0.1:8080".to_owned());
+        assert_eq!(args(&["--listen", "127.0.0.1:8080"]).unwrap(), addr);
+        assert_eq!(args(&["-v", "--listen=127.0.0.1:8080"]).unwrap(), addr);
+        assert!(args(&["--listen"]).is_err());
+        assert!(args(&["--listen", "--verbose"]).is_err());
     }
 
     #[tokio::test]

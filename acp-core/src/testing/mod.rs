@@ -1,5 +1,6 @@
-//! A scripted ACP client for agent authors' tests: in process, or driving a built agent binary
-//! over real pipes.
+//! A scripted ACP client for agent authors' tests: in process, driving a built agent binary
+//! over real pipes, or (feature `http`) an agent served on the network over WebSocket
+//! (`TestClientBuilder::websocket`).
 //!
 //! [`TestClient`] plays the editor: it answers file-system requests from an in-memory file
 //! system ([`MemoryFs`]), permission requests from a scripted [`PermissionPolicy`], terminal
@@ -78,6 +79,7 @@
 //! | `wire.rs` | the pipe loops, transcript and cursor, deadlines, reporting malformed output |
 //! | `trace.rs` | what was seen: [`Frame`], [`Turn`], [`ToolCallTrace`]; what makes a frame malformed |
 //! | `v2.rs` | protocol v2 ([`TestClientBuilder::protocol`]): frames read back in v1's shape, a turn's `idle` as its answer |
+//! | `net.rs` | the client over WebSocket (feature `http`): the socket bridged to the same wire |
 //! | `view.rs` | a session as the client sees it: [`SessionView`] (mode, options, commands, title) |
 //! | `tests.rs` | unit tests of the cursor, held requests and output checks |
 
@@ -86,6 +88,8 @@ mod child;
 mod editor;
 mod held;
 mod history;
+#[cfg(feature = "http")]
+mod net;
 mod session;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,265 @@
+//! ACP over the network (feature `http`): the `/acp` endpoint of ACP's transport RFD
+//! ("Streamable HTTP & WebSocket Transport"), served by axum.
+//!
+//! Each network connection is one [`serve`](crate::serve) of the agent over an in-memory pipe
+//! pair (`bridge`), so every guarantee of the stdio runtime holds per connection: ordering,
+//! cancellation, bounded queues, JSON-RPC errors for bad input, v1 and v2 negotiated by
+//! `initialize`. This module owns what is the network's own:
+//!
+//! | module | owns |
+//! | --- | --- |
+//! | `config` | [`HttpConfig`]: the bearer token or host check, trusted origins, limits |
+//! | here | the router, the guard every request passes first (Origin `403`, credentials `401`), the connection limit (`503`), binding |
+//! | `bridge` | one connection as one `serve` over bounded pipes |
+//! | `ws` | WebSocket: a GET with `Upgrade: websocket`, one connection per socket |
+//! | `stream` | Streamable HTTP: POST, the connection-scoped and per-session SSE GETs, DELETE |
+//!
+//! Start with [`Server::serve_http`](crate::Server::serve_http), or mount
+//! [`Server::router`](crate::Server::router) in an existing axum application.
+
+// A refusal is the response itself, built once per refused request: boxing it buys nothing.
+#![allow(clippy::result_large_err)]
+
+mod bridge;
+mod config;
+mod stream;
+mod ws;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tracing::{debug, info};
+
+/// The axum this service is built on (to mount [`Server::router`] with the same version).
+pub use axum;
+pub use config::{HttpConfig, TOKEN_VAR};
+/// What a host's check ([`HttpConfig::check`]) sees of a request: its method, URI and headers.
+pub use http::request::Parts as RequestParts;
+
+use crate::agent::Agent;
+use crate::serve::Server;
+use crate::{Error, Result};
+use bridge::ServeFn;
+
+/// The endpoint's path, as the RFD names it.
+pub const PATH: &str = "/acp";
+
+/// The header carrying a connection's id (the RFD's `Acp-Connection-Id`).
+pub const CONNECTION_ID: &str = "acp-connection-id";
+
+/// The header carrying a session's id (the RFD's `Acp-Session-Id`).
+pub const SESSION_ID: &str = "acp-session-id";
+
+/// What every request of the service shares.
+#[derive(Clone)]
+struct Shared {
+    config: Arc<HttpConfig>,
+    serve: ServeFn,
+    permits: Arc<Semaphore>,
+    connections: stream::Connections,
+}
+
+impl<A: Agent> Server<A> {
+    /// The `/acp` endpoint as an axum router, to mount in an existing application (or serve
+    /// with [`serve_http`](Server::serve_http)): WebSocket and Streamable HTTP, behind
+    /// `config`'s checks (see [`HttpConfig`]). Sessions are recorded in the store the server
+    /// was given, else in the one `$ACP_DATABASE_URL` names, else in the agent's default
+    /// on-disk store (and the session lease is `$ACP_SESSION_LEASE_MS` unless set), shared by
+    /// every connection: a client that reconnects loads its
+    /// sessions (`session/load`, `session/resume`) on its new connection.
+    ///
+    /// Fails when `config` would let anyone in (an empty token) or the store cannot be
+    /// opened.
+    ///
+    /// ```no_run
+    /// # async fn demo(agent: impl acp_core::Agent) -> acp_core::Result<()> {
+    /// let acp = acp_core::Server::new(agent).router(acp_core::net::HttpConfig::from_env()?)?;
+    /// // beside the application's own routes
+    /// let app = acp_core::net::axum::Router::new().merge(acp);
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+    /// acp_core::net::axum::serve(listener, app).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn router(self, config: HttpConfig) -> Result<axum::Router> {
+        config.validate()?;
+        let server = Arc::new(self.env_defaults()?.into_shared());
+        let serve: ServeFn = Arc::new(move |input, output| {
+            let server = server.clone();
+            Box::pin(async move {
+                if let Err(e) = server.serve(input, output).await {
+                    debug!("a network connection ended: {e}");
+                }
+            })
+        });
+        let max_body = config.max_body;
+        let shared = Shared {
+            permits: Arc::new(Semaphore::new(config.max_connections)),
+            config: Arc::new(config),
+            serve,
+            connections: stream::Connections::default(),
+        };
+        let endpoint = get(get_acp)
+            .post(stream::post)
+            .delete(stream::delete)
+            .layer(middleware::from_fn_with_state(shared.clone(), guard));
+        Ok(axum::Router::new()
+            .route(PATH, endpoint)
+            .layer(DefaultBodyLimit::max(max_body))
+            .with_state(shared))
+    }
+
+    /// Serves the agent on `addr` (`http://ADDR/acp`) until the process ends (it returns
+    /// only if it cannot listen): see [`router`](Server::router). HTTP/1.1 and HTTP/2
+    /// (cleartext, prior knowledge; TLS is a proxy's job). Bind a loopback address (`127.0.0.1:8080`) unless the
+    /// agent is meant to be reached from other machines, and then behind TLS.
+    pub async fn serve_http(self, addr: SocketAddr, config: HttpConfig) -> Result<()> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::io(format_args!("listening on {addr}"), e))?;
+        self.serve_http_on(listener, config).await
+    }
+
+    /// Serves the agent on a listener already bound (e.g. to port 0): see
+    /// [`serve_http`](Server::serve_http).
+    pub async fn serve_http_on(
+        self,
+        listener: tokio::net::TcpListener,
+        config: HttpConfig,
+    ) -> Result<()> {
+        let header_timeout = config.header_timeout;
+        let router = self.router(config)?;
+        if let Ok(addr) = listener.local_addr() {
+            info!("serving ACP on http://{addr}{PATH}");
+        }
+        accept(listener, router, header_timeout).await
+    }
+}
+
+/// Serves `router` on every connection `listener` accepts, over HTTP/1.1 or HTTP/2 (the RFD
+/// requires 2; cleartext HTTP/2 with prior knowledge is accepted), WebSocket upgrades
+/// included. Like `axum::serve`, plus the header read timeout: a client that connects and
+/// sends nothing holds a socket for `header_timeout`, not forever.
+async fn accept(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    header_timeout: Duration,
+) -> Result<()> {
+    loop {
+        let (tcp, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            // A connection reset before it was accepted: next one.
+            Err(e) if is_connection_error(&e) => continue,
+            // Out of file descriptors, or the like: the listener itself is fine, and
+            // connections ending free what it lacks. Wait, as `axum::serve` does.
+            Err(e) => {
+                tracing::error!("accepting a connection failed: {e}");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let service = TowerToHyperService::new(router.clone());
+        tokio::spawn(async move {
+            // Detecting HTTP/1 or 2 waits for the first bytes with no timeout of its own.
+            let first = tokio::time::timeout(header_timeout, tcp.peek(&mut [0u8; 1])).await;
+            if !matches!(first, Ok(Ok(1..))) {
+                debug!("closed a connection that sent no request");
+                return;
+            }
+            let mut builder = Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            builder
+                .http2()
+                .timer(TokioTimer::new())
+                .enable_connect_protocol();
+            let served = builder
+                .serve_connection_with_upgrades(TokioIo::new(tcp), service)
+                .await;
+            if let Err(e) = served {
+                debug!("an HTTP connection ended: {e}");
+            }
+        });
+    }
+}
+
+fn is_connection_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionReset | ConnectionRefused
+    )
+}
+
+/// Every request passes here first: a browser origin not trusted is `403`, missing or wrong
+/// credentials `401`, before the WebSocket upgrade, `initialize` or any connection id is
+/// looked at.
+async fn guard(State(shared): State<Shared>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    if !shared.config.origin_allowed(&parts) {
+        debug!("refused a request from an untrusted Origin");
+        return (StatusCode::FORBIDDEN, "Origin not allowed").into_response();
+    }
+    if !shared.config.admits(&parts) {
+        debug!("refused a request without valid credentials");
+        let mut response = (StatusCode::UNAUTHORIZED, "Unauthorized").into_response();
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"acp\""),
+        );
+        return response;
+    }
+    next.run(Request::from_parts(parts, body)).await
+}
+
+/// GET `/acp`: a WebSocket upgrade, else an SSE stream.
+async fn get_acp(State(shared): State<Shared>, request: Request) -> Response {
+    let (mut parts, _body) = request.into_parts();
+    let upgrade = parts
+        .headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    if !upgrade {
+        return stream::get(shared, parts).await;
+    }
+    match axum::extract::ws::WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
+        Ok(upgrade) => ws::upgrade(shared, upgrade),
+        Err(rejection) => rejection.into_response(),
+    }
+}
+
+/// A place among the connections allowed, or `503` with `Retry-After`.
+fn admit(shared: &Shared) -> Result<OwnedSemaphorePermit, Response> {
+    shared.permits.clone().try_acquire_owned().map_err(|_| {
+        debug!("refused a connection: the server is at its connection limit");
+        let mut response =
+            (StatusCode::SERVICE_UNAVAILABLE, "Too many connections").into_response();
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+        response
+    })
+}
+
+/// A new connection id: 128 bits from the operating system's CSPRNG, in hex.
+fn new_id() -> Result<String, Response> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|e| {
+        tracing::error!("no randomness for a connection id: {e}");
+        StatusCode::INTERNAL_SERVER_ERROR.into_response()
+    })?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}

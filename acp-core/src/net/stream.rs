@@ -1,0 +1,484 @@
+//! Streamable HTTP on `/acp` (the RFD): `initialize` POSTed without a connection id creates a
+//! connection (one `serve`) and is answered `200` with its JSON and `Acp-Connection-Id`;
+//! later POSTs are written to the connection's runtime and answered `202`; what the agent
+//! sends comes back on SSE GET streams, one connection-scoped and one per session; DELETE
+//! ends the connection.
+//!
+//! Routing follows the RFD and the official TypeScript SDK's server: an answer goes where its
+//! request came from (`session/load`'s to the connection stream), a request or notification
+//! of the agent to its session's stream when it names a session, else to the connection's.
+//! Each stream is a bounded queue that waits for its reader: a client that does not read
+//! stalls its own connection only, and one that stays away past the idle timeout loses it.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use tokio::io::DuplexStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
+
+use super::bridge::{self, Lines};
+use super::config::constant_time_eq;
+use super::{CONNECTION_ID, SESSION_ID, Shared, admit, new_id};
+
+/// Frames a stream holds for a client that has not opened it or is behind.
+const STREAM_FRAMES: usize = 256;
+
+/// Session streams one connection may have.
+const MAX_SESSIONS: usize = 256;
+
+/// How long `initialize` may take to be answered.
+const INITIALIZE_WAIT: Duration = Duration::from_secs(30);
+
+/// The methods whose POST must name its session (`Acp-Session-Id`), as the SDKs do.
+const SESSION_SCOPED: &[&str] = &[
+    "session/cancel",
+    "session/close",
+    "session/delete",
+    "session/fork",
+    "session/load",
+    "session/prompt",
+    "session/resume",
+    "session/set_config_option",
+    "session/set_mode",
+    "session/set_model",
+];
+
+/// The live Streamable HTTP connections, by id.
+#[derive(Clone, Default)]
+pub(super) struct Connections(Arc<Mutex<HashMap<String, Arc<Conn>>>>);
+
+impl Connections {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Conn>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The connection `headers` name, if it exists and was opened with the same credentials
+    /// (a connection id is no substitute for them).
+    fn find(&self, headers: &HeaderMap) -> Result<Arc<Conn>, Response> {
+        let Some(id) = headers.get(CONNECTION_ID).and_then(|v| v.to_str().ok()) else {
+            return Err(refuse(StatusCode::BAD_REQUEST, "Missing Acp-Connection-Id"));
+        };
+        let conn = self.lock().get(id).cloned();
+        match conn {
+            Some(conn) if constant_time_eq(&conn.credentials, &credentials(headers)) => Ok(conn),
+            _ => Err(refuse(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id")),
+        }
+    }
+
+    fn remove(&self, id: &str) {
+        if let Some(conn) = self.lock().remove(id) {
+            conn.closed.cancel();
+        }
+    }
+}
+
+/// One connection: its runtime's input, where its output goes, and its streams.
+struct Conn {
+    id: String,
+    /// The `Authorization` it was opened with.
+    credentials: Vec<u8>,
+    /// Its SSE streams open now (an open stream is not idle).
+    streams: std::sync::atomic::AtomicUsize,
+    input: tokio::sync::Mutex<DuplexStream>,
+    routes: Mutex<Routes>,
+    /// Cancelled when the connection ends (DELETE, idle, its runtime ended).
+    closed: CancellationToken,
+    /// When a request last came, or a stream was last open.
+    seen: Mutex<Instant>,
+}
+
+/// Where answers go, and the streams.
+#[derive(Default)]
+struct Routes {
+    /// The session (or `None`: the connection) each request awaiting its answer came from.
+    pending: HashMap<String, Option<String>>,
+    /// Who waits for the answer to `initialize`.
+    initialize: Option<(String, oneshot::Sender<String>)>,
+    connection: Outbox,
+    sessions: HashMap<String, Outbox>,
+}
+
+/// One stream's queue; its receiver is held by the GET reading it, and put back when that
+/// reader goes away.
+struct Outbox {
+    tx: mpsc::Sender<String>,
+    rx: Option<mpsc::Receiver<String>>,
+}
+
+impl Default for Outbox {
+    fn default() -> Self {
+        let (tx, rx) = mpsc::channel(STREAM_FRAMES);
+        Outbox { tx, rx: Some(rx) }
+    }
+}
+
+impl Conn {
+    fn routes(&self) -> MutexGuard<'_, Routes> {
+        self.routes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn touch(&self) {
+        *self.seen.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    async fn send(&self, message: &str) -> bool {
+        let mut input = self.input.lock().await;
+        bridge::send_line(&mut input, message).await.is_ok()
+    }
+}
+
+/// POST `/acp`: a JSON-RPC message from the client.
+pub(super) async fn post(
+    State(shared): State<Shared>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type must be application/json",
+        );
+    }
+    let message: Value = match serde_json::from_slice(&body) {
+        Ok(message) => message,
+        Err(_) => return refuse(StatusCode::BAD_REQUEST, "Invalid JSON"),
+    };
+    if message.is_array() {
+        return refuse(
+            StatusCode::NOT_IMPLEMENTED,
+            "JSON-RPC batches are not supported",
+        );
+    }
+    if !message.is_object() {
+        return refuse(StatusCode::BAD_REQUEST, "Invalid JSON-RPC message");
+    }
+    let method = message.get("method").and_then(Value::as_str);
+    let id = message.get("id").and_then(id_key);
+    if method == Some("initialize") {
+        if headers.contains_key(CONNECTION_ID) {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                "initialize on an existing connection",
+            );
+        }
+        return match id {
+            Some(id) => initialize(&shared, &headers, &body, id).await,
+            None => refuse(StatusCode::BAD_REQUEST, "initialize must be a request"),
+        };
+    }
+    let conn = match shared.connections.find(&headers) {
+        Ok(conn) => conn,
+        Err(refused) => return refused,
+    };
+    conn.touch();
+    let header_session = headers.get(SESSION_ID).and_then(|v| v.to_str().ok());
+    if let Some(method) = method {
+        let param_session = message.pointer("/params/sessionId").and_then(Value::as_str);
+        if (SESSION_SCOPED.contains(&method) || param_session.is_some()) && header_session.is_none()
+        {
+            return refuse(StatusCode::BAD_REQUEST, "Missing Acp-Session-Id");
+        }
+        if let (Some(h), Some(p)) = (header_session, param_session)
+            && h != p
+        {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                "Acp-Session-Id does not match sessionId",
+            );
+        }
+        if let Some(id) = id {
+            let route = match method {
+                "session/load" => None,
+                _ => header_session.map(str::to_owned),
+            };
+            conn.routes().pending.insert(id, route);
+        }
+    }
+    if conn.send(&String::from_utf8_lossy(&body)).await {
+        StatusCode::ACCEPTED.into_response()
+    } else {
+        shared.connections.remove(&conn.id);
+        refuse(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id")
+    }
+}
+
+/// `initialize` without a connection id: a new connection, answered with its id.
+async fn initialize(shared: &Shared, headers: &HeaderMap, body: &[u8], id: String) -> Response {
+    let permit = match admit(shared) {
+        Ok(permit) => permit,
+        Err(refused) => return refused,
+    };
+    let conn_id = match new_id() {
+        Ok(id) => id,
+        Err(failed) => return failed,
+    };
+    let bridge = bridge::start(&shared.serve, permit);
+    let (answered, answer) = oneshot::channel();
+    let conn = Arc::new(Conn {
+        id: conn_id.clone(),
+        credentials: credentials(headers),
+        input: tokio::sync::Mutex::new(bridge.input),
+        routes: Mutex::new(Routes {
+            initialize: Some((id, answered)),
+            ..Routes::default()
+        }),
+        streams: std::sync::atomic::AtomicUsize::new(0),
+        closed: CancellationToken::new(),
+        seen: Mutex::new(Instant::now()),
+    });
+    tokio::spawn(route(
+        conn.clone(),
+        bridge.output,
+        shared.connections.clone(),
+    ));
+    tokio::spawn(expire(
+        conn.clone(),
+        shared.connections.clone(),
+        shared.config.idle_timeout,
+    ));
+    shared
+        .connections
+        .lock()
+        .insert(conn_id.clone(), conn.clone());
+    let answer = async {
+        if !conn.send(&String::from_utf8_lossy(body)).await {
+            return None;
+        }
+        answer.await.ok()
+    };
+    match tokio::time::timeout(INITIALIZE_WAIT, answer).await {
+        Ok(Some(answer)) => {
+            let mut response = (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                answer,
+            )
+                .into_response();
+            if let Ok(value) = HeaderValue::from_str(&conn_id) {
+                response.headers_mut().insert(CONNECTION_ID, value);
+            }
+            response
+        }
+        _ => {
+            shared.connections.remove(&conn_id);
+            refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "initialize was not answered",
+            )
+        }
+    }
+}
+
+/// Carries the agent's output to the streams until the runtime ends or the connection does.
+async fn route(conn: Arc<Conn>, mut output: Lines, connections: Connections) {
+    loop {
+        let line = tokio::select! {
+            line = output.next() => line,
+            () = conn.closed.cancelled() => None,
+        };
+        let Some(line) = line else { break };
+        let Some(tx) = destination(&conn, &line) else {
+            continue;
+        };
+        let sent = tokio::select! {
+            sent = tx.send(line) => sent.is_ok(),
+            () = conn.closed.cancelled() => false,
+        };
+        if !sent {
+            break;
+        }
+    }
+    connections.remove(&conn.id);
+}
+
+/// The queue a line of the agent's goes to (`None`: delivered, or dropped, here).
+fn destination(conn: &Conn, line: &str) -> Option<mpsc::Sender<String>> {
+    let message: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+    let mut routes = conn.routes();
+    let session = if message.get("method").is_none() {
+        let id = message.get("id").and_then(id_key);
+        if let (Some(id), Some((waiting, _))) = (&id, &routes.initialize)
+            && id == waiting
+        {
+            if let Some((_, answered)) = routes.initialize.take() {
+                let _ = answered.send(line.to_owned());
+            }
+            return None;
+        }
+        id.and_then(|id| routes.pending.remove(&id)).flatten()
+    } else {
+        message
+            .pointer("/params/sessionId")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    match session {
+        Some(session) => {
+            if !routes.sessions.contains_key(&session) && routes.sessions.len() >= MAX_SESSIONS {
+                return Some(routes.connection.tx.clone());
+            }
+            Some(routes.sessions.entry(session).or_default().tx.clone())
+        }
+        None => Some(routes.connection.tx.clone()),
+    }
+}
+
+/// Ends the connection once nobody used it for `idle` (no request, no stream open).
+async fn expire(conn: Arc<Conn>, connections: Connections, idle: Duration) {
+    loop {
+        let seen = *conn.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let deadline = seen + idle;
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline) => {}
+            () = conn.closed.cancelled() => return,
+        }
+        if conn.streams.load(Ordering::Relaxed) > 0 {
+            conn.touch();
+        } else if *conn.seen.lock().unwrap_or_else(|p| p.into_inner()) + idle <= Instant::now() {
+            debug!("ending a Streamable HTTP connection idle for {idle:?}");
+            connections.remove(&conn.id);
+            return;
+        }
+    }
+}
+
+/// GET `/acp` without an upgrade: the connection's stream, or a session's.
+pub(super) async fn get(shared: Shared, parts: Parts) -> Response {
+    let accepts = parts
+        .headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().contains("text/event-stream"));
+    if !accepts {
+        return refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            "Accept must include text/event-stream",
+        );
+    }
+    let conn = match shared.connections.find(&parts.headers) {
+        Ok(conn) => conn,
+        Err(refused) => return refused,
+    };
+    conn.touch();
+    let session = parts
+        .headers
+        .get(SESSION_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let rx = {
+        let mut routes = conn.routes();
+        let outbox = match &session {
+            None => Some(&mut routes.connection),
+            Some(session) => {
+                if !routes.sessions.contains_key(session) && routes.sessions.len() >= MAX_SESSIONS {
+                    None
+                } else {
+                    Some(routes.sessions.entry(session.clone()).or_default())
+                }
+            }
+        };
+        outbox.and_then(|outbox| outbox.rx.take())
+    };
+    let Some(rx) = rx else {
+        return refuse(StatusCode::CONFLICT, "This stream already has a reader");
+    };
+    conn.streams.fetch_add(1, Ordering::Relaxed);
+    let lease = Lease {
+        conn,
+        session,
+        rx: Some(rx),
+    };
+    let frames = futures_util::stream::unfold(lease, |mut lease| async move {
+        let closed = lease.conn.closed.clone();
+        let rx = lease.rx.as_mut()?;
+        let frame = tokio::select! {
+            frame = rx.recv() => frame?,
+            () = closed.cancelled() => return None,
+        };
+        let event = Bytes::from(format!("data: {frame}\n\n"));
+        Some((Ok::<_, std::convert::Infallible>(event), lease))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(frames),
+    )
+        .into_response()
+}
+
+/// A GET's hold on a stream: gives the queue back when the client goes away, so what comes
+/// meanwhile waits for the next GET.
+struct Lease {
+    conn: Arc<Conn>,
+    session: Option<String>,
+    rx: Option<mpsc::Receiver<String>>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.conn.streams.fetch_sub(1, Ordering::Relaxed);
+        self.conn.touch();
+        let Some(rx) = self.rx.take() else { return };
+        let mut routes = self.conn.routes();
+        let outbox = match &self.session {
+            None => Some(&mut routes.connection),
+            Some(session) => routes.sessions.get_mut(session),
+        };
+        if let Some(outbox) = outbox {
+            outbox.rx = Some(rx);
+        }
+    }
+}
+
+/// DELETE `/acp`: ends the connection (its runtime sees the client's end of file).
+pub(super) async fn delete(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    match shared.connections.find(&headers) {
+        Ok(conn) => {
+            shared.connections.remove(&conn.id);
+            StatusCode::ACCEPTED.into_response()
+        }
+        Err(refused) => refused,
+    }
+}
+
+/// A JSON-RPC id as a map key (`None`: not a valid id).
+fn id_key(id: &Value) -> Option<String> {
+    match id {
+        Value::String(s) => Some(format!("s:{s}")),
+        Value::Number(n) => Some(format!("n:{n}")),
+        Value::Null => Some("null".to_owned()),
+        _ => None,
+    }
+}
+
+/// What binds a connection to whoever opened it.
+fn credentials(headers: &HeaderMap) -> Vec<u8> {
+    headers
+        .get(header::AUTHORIZATION)
+        .map(|v| v.as_bytes().to_vec())
+        .unwrap_or_default()
+}
+
+fn refuse(status: StatusCode, why: &'static str) -> Response {
+    (status, why).into_response()
+}

@@ -1,0 +1,104 @@
+//! WebSocket on `/acp`: one ACP connection per socket. Each text message in is one line to
+//! the connection's runtime, each line out one text message; binary messages are ignored
+//! (the RFD). The socket's end is the client's end of file, as stdin's is over stdio.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::{Instant, sleep_until};
+use tracing::debug;
+
+use super::bridge::{self, Bridge};
+use super::{CONNECTION_ID, Shared, admit, new_id};
+
+/// Accepts the upgrade (the guard already checked the request) if a connection is free.
+pub(super) fn upgrade(shared: Shared, upgrade: WebSocketUpgrade) -> Response {
+    let permit = match admit(&shared) {
+        Ok(permit) => permit,
+        Err(refused) => return refused,
+    };
+    let id = match new_id() {
+        Ok(id) => id,
+        Err(failed) => return failed,
+    };
+    let max = shared.config.max_body;
+    let header = HeaderValue::from_str(&id).ok();
+    let mut response = upgrade
+        .max_message_size(max)
+        .max_frame_size(max)
+        .on_failed_upgrade(|e| debug!("a WebSocket upgrade failed: {e}"))
+        .on_upgrade(move |socket| run(shared, socket, permit))
+        .into_response();
+    if let Some(header) = header {
+        response.headers_mut().insert(CONNECTION_ID, header);
+    }
+    response
+}
+
+/// Carries messages between the socket and the connection's runtime until either ends or
+/// nothing moves for the idle timeout. Each direction waits only for itself: a client that
+/// does not read stalls its own output, one that floods its own input.
+async fn run(shared: Shared, socket: WebSocket, permit: OwnedSemaphorePermit) {
+    let Bridge {
+        mut input,
+        mut output,
+    } = bridge::start(&shared.serve, permit);
+    let idle = shared.config.idle_timeout;
+    let start = Instant::now();
+    // Milliseconds from `start` of the last message either way.
+    let last = AtomicU64::new(0);
+    let touch = || last.store(elapsed_ms(start), Ordering::Relaxed);
+    let (mut to_client, mut from_client) = socket.split();
+    let inbound = async {
+        while let Some(Ok(message)) = from_client.next().await {
+            touch();
+            match message {
+                Message::Text(text)
+                    if bridge::send_line(&mut input, text.as_str()).await.is_err() =>
+                {
+                    break;
+                }
+                Message::Close(_) => break,
+                // Binary messages are ignored (the RFD); pings are answered by the socket.
+                _ => {}
+            }
+        }
+    };
+    let outbound = async {
+        while let Some(line) = output.next().await {
+            touch();
+            if to_client.send(Message::Text(line.into())).await.is_err() {
+                return;
+            }
+        }
+        let _ = to_client.send(Message::Close(None)).await;
+    };
+    let idle_out = async {
+        loop {
+            let since = Duration::from_millis(last.load(Ordering::Relaxed));
+            let deadline = start + since + idle;
+            if Instant::now() >= deadline {
+                debug!("closing a WebSocket idle for {idle:?}");
+                return;
+            }
+            sleep_until(deadline).await;
+        }
+    };
+    tokio::select! {
+        () = inbound => {}
+        () = outbound => {}
+        () = idle_out => {}
+    }
+    // Dropping the input is the client's end of file: the runtime shuts the connection down
+    // as it does when stdin closes (see `serve`).
+    drop(input);
+}
+
+fn elapsed_ms(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+}

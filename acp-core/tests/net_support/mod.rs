@@ -1,0 +1,243 @@
+//! A small agent served on a loopback port, and real clients for it: WebSocket
+//! (tokio-tungstenite) and Streamable HTTP (reqwest, with an SSE reader).
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use acp_core::net::HttpConfig;
+use acp_core::net::axum::body::Bytes;
+use acp_core::net::axum::http;
+use acp_core::schema::StopReason;
+use acp_core::{Agent, Prompt, Result, Server, Session};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+pub const TOKEN: &str = "test-token-0123456789abcdef";
+
+/// Echoes the prompt's text as one message chunk; a prompt of "wait" waits to be cancelled.
+pub struct Echo;
+
+impl Agent for Echo {
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> Result<StopReason> {
+        let text = prompt.text();
+        if text == "wait" {
+            cx.cancelled().await;
+            return Ok(StopReason::Cancelled);
+        }
+        cx.message(format!("echo: {text}")).await?;
+        Ok(StopReason::EndTurn)
+    }
+}
+
+/// Serves `Echo` (no store) with `config` on a free loopback port; its `/acp` URL.
+pub async fn start(config: HttpConfig) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(Server::new(Echo).no_store().serve_http_on(listener, config));
+    format!("http://{addr}/acp")
+}
+
+pub fn ws_url(url: &str) -> String {
+    url.replacen("http://", "ws://", 1)
+}
+
+pub type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens a WebSocket with these extra headers: the socket, or the refusal's status and
+/// headers.
+pub async fn ws_connect(
+    url: &str,
+    headers: &[(&str, &str)],
+) -> std::result::Result<(Ws, http::HeaderMap), (u16, http::HeaderMap)> {
+    let mut request = ws_url(url).into_client_request().unwrap();
+    for (k, v) in headers {
+        request.headers_mut().insert(
+            http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    match tokio_tungstenite::connect_async(request).await {
+        Ok((ws, response)) => Ok((ws, response.headers().clone())),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            Err((response.status().as_u16(), response.headers().clone()))
+        }
+        Err(e) => panic!("unexpected WebSocket error: {e}"),
+    }
+}
+
+pub fn bearer() -> String {
+    format!("Bearer {TOKEN}")
+}
+
+/// A WebSocket ACP client: one JSON-RPC message per text frame.
+pub struct WsClient {
+    pub ws: Ws,
+    next_id: u64,
+}
+
+impl WsClient {
+    pub async fn connect(url: &str) -> WsClient {
+        let (ws, _) = ws_connect(url, &[("authorization", &bearer())])
+            .await
+            .expect("a good client gets in");
+        WsClient { ws, next_id: 0 }
+    }
+
+    pub async fn send(&mut self, message: Value) {
+        self.ws
+            .send(Message::Text(message.to_string().into()))
+            .await
+            .unwrap();
+    }
+
+    /// The next message from the agent (within 10 s).
+    pub async fn recv(&mut self) -> Value {
+        loop {
+            let message = tokio::time::timeout(Duration::from_secs(10), self.ws.next())
+                .await
+                .expect("the agent answers in time")
+                .expect("the socket is open")
+                .unwrap();
+            if let Message::Text(text) = message {
+                return serde_json::from_str(text.as_str()).unwrap();
+            }
+        }
+    }
+
+    /// Sends a request and returns its answer, collecting what came before it.
+    pub async fn request(&mut self, method: &str, params: Value) -> (Value, Vec<Value>) {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        let mut before = Vec::new();
+        loop {
+            let message = self.recv().await;
+            if message["id"] == json!(id) && message.get("method").is_none() {
+                return (message, before);
+            }
+            before.push(message);
+        }
+    }
+
+    /// `initialize` (v1) and `session/new`: the session id.
+    pub async fn open_session(&mut self) -> String {
+        let (init, _) = self
+            .request("initialize", json!({"protocolVersion": 1}))
+            .await;
+        assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+        let (new, _) = self
+            .request("session/new", json!({"cwd": "/tmp", "mcpServers": []}))
+            .await;
+        new["result"]["sessionId"].as_str().unwrap().to_owned()
+    }
+
+    /// A whole turn: the answer and the updates before it.
+    pub async fn prompt(&mut self, session: &str, text: &str) -> (Value, Vec<Value>) {
+        self.request(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+        .await
+    }
+}
+
+/// Proves the server still serves a good client: a whole turn over WebSocket.
+pub async fn still_serves(url: &str) {
+    let mut client = WsClient::connect(url).await;
+    let session = client.open_session().await;
+    let (answer, updates) = client.prompt(&session, "still there?").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(
+        updates[0]["params"]["update"]["content"]["text"], "echo: still there?",
+        "{updates:?}"
+    );
+}
+
+/// A Streamable HTTP request builder with the token.
+pub fn http() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+/// POSTs a JSON-RPC message with these headers (the token among them if wanted).
+pub async fn post(url: &str, headers: &[(&str, &str)], body: Value) -> reqwest::Response {
+    let mut request = http()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_string());
+    for (k, v) in headers {
+        request = request.header(*k, *v);
+    }
+    request.send().await.unwrap()
+}
+
+pub fn initialize(id: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": 1}})
+}
+
+/// An SSE stream's messages.
+pub struct Sse {
+    body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    buffer: String,
+}
+
+impl Sse {
+    pub async fn open(url: &str, connection: &str, session: Option<&str>) -> Sse {
+        let mut request = http()
+            .get(url)
+            .header("authorization", bearer())
+            .header("accept", "text/event-stream")
+            .header("acp-connection-id", connection);
+        if let Some(session) = session {
+            request = request.header("acp-session-id", session);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        Sse {
+            body: Box::pin(response.bytes_stream()),
+            buffer: String::new(),
+        }
+    }
+
+    /// The next message (within 10 s).
+    pub async fn recv(&mut self) -> Value {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let data: String = event
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim_start)
+                    .collect();
+                if !data.is_empty() {
+                    return serde_json::from_str(&data).unwrap();
+                }
+                continue;
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(10), self.body.next())
+                .await
+                .expect("the agent sends in time")
+                .expect("the stream is open")
+                .unwrap();
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+}
+
+/// A Streamable HTTP connection: its id, from `initialize`.
+pub async fn http_connect(url: &str) -> String {
+    let response = post(url, &[("authorization", &bearer())], initialize(0)).await;
+    assert_eq!(response.status(), 200);
+    let id = response.headers()["acp-connection-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["result"]["protocolVersion"], 1, "{body}");
+    id
+}
