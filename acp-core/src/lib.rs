@@ -45,6 +45,7 @@ pub mod __private;
 mod agent;
 mod error;
 mod jsonrpc;
+mod launch;
 #[cfg(feature = "llm")]
 #[cfg_attr(docsrs, doc(cfg(feature = "llm")))]
 pub mod llm;
@@ -67,8 +68,9 @@ mod turn;
 
 pub use agent::{Agent, CommandInput, Prompt, SessionSetup};
 pub use error::{Error, Result};
+pub use launch::serve_main;
 pub use mcp::{McpPermission, McpState, McpStatus};
-pub use serve::{Server, serve, serve_main, serve_stdio};
+pub use serve::{Server, serve, serve_stdio};
 pub use session::Elicited;
 pub use session::{
     Choice, Client, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Fs, Modes, Persist,

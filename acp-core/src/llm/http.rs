@@ -25,7 +25,7 @@ use reqwest::{Client, Response};
 use sse_stream::{Sse, SseStream};
 use tracing::{debug, warn};
 
-use super::{Event, EventStream};
+use super::{Event, EventStream, JOIN_LIMIT};
 use crate::{Error, Result};
 
 /// How a provider retries a call the provider says may pass later (a rate limit, an
@@ -494,28 +494,6 @@ impl<D: Decoder + Unpin> Stream for Reader<D> {
                 }
             }
         }
-    }
-}
-
-/// The most text one joined event carries.
-pub(crate) const JOIN_LIMIT: usize = 64 * 1024;
-
-/// Adds a piece of the model's text (or reasoning) to `out`: joined to the last event when
-/// that is of the same kind and not handed out yet (one event and one allocation per batch
-/// of tokens that arrived together, instead of one per token), else as an event of its own.
-/// An empty piece adds nothing.
-pub(crate) fn push_piece(out: &mut VecDeque<Event>, reasoning: bool, piece: &str) {
-    if piece.is_empty() {
-        return;
-    }
-    match (out.back_mut(), reasoning) {
-        (Some(Event::Text(text)), false) | (Some(Event::Reasoning(text)), true)
-            if text.len() < JOIN_LIMIT =>
-        {
-            text.push_str(piece);
-        }
-        (_, false) => out.push_back(Event::Text(piece.to_owned())),
-        (_, true) => out.push_back(Event::Reasoning(piece.to_owned())),
     }
 }
 

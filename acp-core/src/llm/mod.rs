@@ -28,6 +28,7 @@
 //! | `providers.rs` | `Endpoint`: a provider the editor may reroute or disable (`providers/*`) |
 //! | `scripted.rs` | [`scripted::Scripted`], a provider answering from a script, for tests and offline examples |
 
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -201,6 +202,28 @@ pub enum Event {
     Usage(Usage),
     /// The model stopped; nothing follows.
     Stop(Stop),
+}
+
+/// The most text one joined event carries.
+pub(crate) const JOIN_LIMIT: usize = 64 * 1024;
+
+/// Adds a piece of the model's text (or reasoning) to `out`: joined to the last event when
+/// that is of the same kind and not handed out yet (one event and one allocation per batch
+/// of tokens that arrived together, instead of one per token), else as an event of its own.
+/// An empty piece adds nothing.
+pub(crate) fn push_piece(out: &mut VecDeque<Event>, reasoning: bool, piece: &str) {
+    if piece.is_empty() {
+        return;
+    }
+    match (out.back_mut(), reasoning) {
+        (Some(Event::Text(text)), false) | (Some(Event::Reasoning(text)), true)
+            if text.len() < JOIN_LIMIT =>
+        {
+            text.push_str(piece);
+        }
+        (_, false) => out.push_back(Event::Text(piece.to_owned())),
+        (_, true) => out.push_back(Event::Reasoning(piece.to_owned())),
+    }
 }
 
 /// The events of one model call.

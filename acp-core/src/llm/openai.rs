@@ -17,8 +17,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sse_stream::Sse;
 
-use super::http::{DecodeError, Decoder, Http, Retry, cut, push_piece};
-use super::{Api, Event, EventStream, Message, Part, Provider, Request, Role, Route, Stop, Usage};
+use super::http::{DecodeError, Decoder, Http, Retry, cut};
+use super::{
+    Api, Event, EventStream, Message, Part, Provider, Request, Role, Route, Stop, Usage, push_piece,
+};
 use crate::Result;
 
 /// The environment variable naming the API's base URL.

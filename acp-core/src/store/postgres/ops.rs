@@ -17,11 +17,6 @@ use crate::store::{
     path_text, storage_error, touch_time_at, unknown_session,
 };
 
-/// `u64` positions as PostgreSQL's `bigint` (beyond `i64::MAX` is past everything stored).
-fn sql_int(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
 /// The counters, locked until commit, and the database's clock.
 struct Counters {
     touch: i64,
@@ -409,11 +404,6 @@ async fn state(conn: &mut Conn, id: &str) -> Result<HashMap<String, serde_json::
             Ok((key, value))
         })
         .collect()
-}
-
-/// A lease's ttl in milliseconds, rounded up, at least one.
-fn ttl_ms(ttl: Duration) -> f64 {
-    ttl.as_micros().div_ceil(1000).max(1) as f64
 }
 
 /// Runs `op` with a connection of the store; its errors name the database.

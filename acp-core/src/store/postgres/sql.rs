@@ -1,5 +1,15 @@
 //! The SQL of [`PostgresStore`](super::PostgresStore)'s operations (`ops.rs`), each statement
-//! prepared once per connection.
+//! prepared once per connection, and how values are put into its parameters.
+
+/// `u64` positions as PostgreSQL's `bigint` (beyond `i64::MAX` is past everything stored).
+pub(super) fn sql_int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A lease's ttl in milliseconds, rounded up, at least one.
+pub(super) fn ttl_ms(ttl: std::time::Duration) -> f64 {
+    ttl.as_micros().div_ceil(1000).max(1) as f64
+}
 
 /// Locks the counters (held until commit: every change that takes touches or cursors goes
 /// one at a time, in commit order) and reads them, with the database's clock in milliseconds.
