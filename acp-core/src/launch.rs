@@ -41,7 +41,7 @@ fn listen_arg(args: impl IntoIterator<Item = String>) -> Result<Option<String>> 
 impl<A: Agent> Server<A> {
     /// Serves as the process's command line says: on stdio by default ([`Server::serve_stdio`]);
     /// with `--listen ADDR` (e.g. `--listen 127.0.0.1:8080`), on the network at
-    /// `http://ADDR/acp` (feature `http`: [`Server::serve_http`](crate::Server::serve_http)), requiring the bearer token
+    /// `http://ADDR/acp` (feature `http`: `Server::serve_http`), requiring the bearer token
     /// in `$ACP_TOKEN`. Without a token, with a malformed address or without feature `http`
     /// it fails at once with an error saying so (the process then exits non-zero), before
     /// anything listens.
