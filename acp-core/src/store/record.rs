@@ -110,6 +110,16 @@ impl Batch {
         Batch::default()
     }
 
+    /// A batch of `records`, in order (what a store's [`append`](super::SessionStore::append)
+    /// hands to its `append_batch`).
+    pub fn of(records: &[Record]) -> Result<Self> {
+        let mut batch = Batch::new();
+        for record in records {
+            batch.push(record)?;
+        }
+        Ok(batch)
+    }
+
     /// Appends `record` as one more line.
     pub fn push(&mut self, record: &Record) -> Result<()> {
         let mut line = serde_json::to_string(record)?;

@@ -434,13 +434,10 @@ impl SessionStore for PostgresStore {
         id: &'a schema::SessionId,
         records: &'a [Record],
     ) -> BoxFuture<'a, Result<Cursor>> {
-        let mut batch = Batch::new();
-        for record in records {
-            if let Err(e) = batch.push(record) {
-                return Box::pin(std::future::ready(Err(e)));
-            }
+        match Batch::of(records) {
+            Ok(batch) => self.append_batch(id, batch),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
         }
-        self.append_batch(id, batch)
     }
 
     fn append_batch<'a>(
