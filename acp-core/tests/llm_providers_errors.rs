@@ -418,3 +418,48 @@ async fn text_that_arrives_together_is_one_event_and_a_cut_after_it_still_comes_
     assert_eq!(events, [Event::Text("Le café était".into())]);
     assert!(error.is_some(), "the cut is an error");
 }
+
+#[tokio::test]
+async fn a_flood_of_deltas_is_read_in_few_events_of_at_most_64_kib() {
+    // 20,000 deltas (160,000 bytes of text, 1.3 MB of events) sent as fast as the socket
+    // takes them: the client's HTTP connection hands them on in pieces of a few KiB, and
+    // the reader lets it run between pieces, so text keeps joining while more has arrived.
+    let n = 20_000;
+    let mut body = String::new();
+    for i in 0..n {
+        body.push_str(&format!(
+            "data: {{\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{i:07} \"}},\"finish_reason\":null}}]}}\n\n"
+        ));
+    }
+    body.push_str(
+        "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+    );
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![body.into_bytes()],
+        end: End::Finish,
+    }])
+    .await;
+    let (events, error) = collect(
+        openai(&server, None)
+            .stream(request(MESSAGES))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(error.is_none(), "{error:?}");
+    let expected: String = (0..n).map(|i| format!("{i:07} ")).collect();
+    assert_eq!(text(&events), expected, "every delta, in order");
+    let sizes: Vec<usize> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Text(t) => Some(t.len()),
+            _ => None,
+        })
+        .collect();
+    assert!(sizes.iter().all(|&len| len <= 64 * 1024 + 8), "{sizes:?}");
+    assert!(
+        sizes.len() <= 5,
+        "{} text events for 160,000 bytes: {sizes:?}",
+        sizes.len()
+    );
+}

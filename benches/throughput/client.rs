@@ -77,6 +77,11 @@ impl<R: BufRead, W: Write> Client<R, W> {
 
     pub(crate) fn handshake(&mut self) -> Result<()> {
         self.initialize()?;
+        self.new_session()
+    }
+
+    /// Opens a session (`session/new`), which the following prompts go to.
+    pub(crate) fn new_session(&mut self) -> Result<()> {
         let new = serde_json::json!({"cwd": std::env::temp_dir(), "mcpServers": []});
         let id = self.send_request("session/new", &new)?;
         let result = self.answer(id)?;

@@ -11,17 +11,20 @@
 //! - *raw*: this process reads it as any client of the API must, on the same crates as
 //!   `acp::llm` (reqwest, sse-stream; a current-thread tokio runtime, as the bench agent's):
 //!   SSE framing, then `serde_json` of each chunk into borrowed structs down to its delta
-//!   text, checked against `chunk_text(i)`; the HTTP client is made inside the timed part, as
-//!   the agent makes its own at its first `llm` prompt;
+//!   text, checked against `chunk_text(i)`; one HTTP client for all runs, which has read one
+//!   stream before the first timed run;
 //! - *loop*: the bench agent (ours, default store) prompted `llm`, which runs
 //!   `Model::run` on `OpenAi::from_env()` pointed at the server (`OPENAI_BASE_URL`,
-//!   `ACP_MODEL`); the client (`read_text`) parses every frame and checks that the message
-//!   chunks join into the `n` deltas' texts, in order, then the `end_turn` answer, timed
-//!   from the prompt sent to the answer read. The loop joins deltas that arrived while it
-//!   was sending into one chunk, so the rates of both readers are deltas per second, and
-//!   the number of chunks is reported. Per run, the time from the server's first byte to the client having read
-//!   and checked the first `agent_message_chunk` is recorded too. The loop runs once more
-//!   per run without the store (`ACP_BENCH_NO_STORE`), to tell the store's share.
+//!   `ACP_MODEL`), warm: each agent runs one such turn in another session before the timed
+//!   one, as an agent serving an editor has (its start and its HTTP client's, which reads
+//!   the system's root certificates, are not costs per token); the client (`read_text`)
+//!   parses every frame and checks that the message chunks join into the `n` deltas'
+//!   texts, in order, then the `end_turn` answer, timed from the prompt sent to the answer
+//!   read. The loop joins deltas that have arrived into one chunk (at most 64 KiB), so the
+//!   rates of both readers are deltas per second, and the number of chunks is reported.
+//!   Per run, the time from the server's first byte to the client having read and checked
+//!   the first `agent_message_chunk` is recorded too. The loop runs once more per run
+//!   without the store (`ACP_BENCH_NO_STORE`), to tell the store's share.
 //!
 //! `ACP_BENCH_LLM_CHUNKS` (default 50,000) and `ACP_BENCH_LLM_RUNS` (default 10) set the
 //! size of the stream and the number of runs of each reader. `ACP_BENCH_LLM_FIRST_GAP_MS`
@@ -184,11 +187,11 @@ struct Delta<'a> {
     content: Option<Cow<'a, str>>,
 }
 
-/// The raw reader, once: request to `[DONE]`, every delta checked.
-async fn raw(base_url: &str, n: usize) -> Result<(Duration, u64)> {
+/// The raw reader, once: request to `[DONE]`, every delta checked. `client` is made once for
+/// all runs, and has already read a stream (warm, as the loop's agent).
+async fn raw(client: &reqwest::Client, base_url: &str, n: usize) -> Result<(Duration, u64)> {
     let started = Instant::now();
     let cpu_before = thread_cpu();
-    let client = reqwest::Client::new();
     let body = serde_json::json!({
         "model": "bench",
         "messages": [{"role": "user", "content": "llm"}],
@@ -269,9 +272,16 @@ fn thread_cpu() -> u64 {
         .unwrap_or(0)
 }
 
-/// The loop, once: a fresh agent prompted `llm`.
+/// The loop, once: an agent prompted `llm`, warm: it has already run one such turn (in
+/// another session, so that the timed request carries no history), as an agent serving an
+/// editor has, so that neither its start nor its HTTP client's (the system's root
+/// certificates, read once per client) is counted per token.
 fn in_loop(agent: &Impl, server: &ModelServer, expected: &str, n: usize) -> Result<Looped> {
     let mut process = agent.spawn()?;
+    let id = process.client.prompt("llm")?;
+    read_text(&mut process.client, id, expected).map_err(|e| format!("warming up: {e}"))?;
+    server.first_byte()?;
+    process.client.new_session()?;
     let cpu_before = process_cpu(process.pid());
     let started = Instant::now();
     let id = process.client.prompt("llm")?;
@@ -397,9 +407,13 @@ pub(crate) fn run(ours: &Impl) -> Result<Samples> {
         chunk_text(i, &mut text);
         expected.push_str(&text);
     }
+    let client = reqwest::Client::new();
+    eprintln!("throughput: llm {n}: raw SSE (warming up)");
+    runtime.block_on(raw(&client, &server.base_url(), n))?;
+    server.first_byte()?;
     for run in 1..=runs {
         eprintln!("throughput: llm {n}: raw SSE (run {run})");
-        let raw = runtime.block_on(raw(&server.base_url(), n));
+        let raw = runtime.block_on(raw(&client, &server.base_url(), n));
         match raw.and_then(|measured| server.first_byte().map(|_| measured)) {
             Ok((elapsed, cpu)) => {
                 samples.raw.push(n as f64 / elapsed.as_secs_f64());

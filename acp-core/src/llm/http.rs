@@ -316,6 +316,7 @@ impl Http {
             failed: None,
             provider: self.provider,
             http: self.clone(),
+            yielded: false,
         };
         // Read up to the model's first output: until then, a passing error is retried.
         while reader.events.is_some() && !reader.out.iter().any(|e| !matches!(e, Event::Usage(_))) {
@@ -416,6 +417,9 @@ struct Reader<D> {
     failed: Option<Error>,
     provider: &'static str,
     http: Http,
+    /// Whether the text waiting in `out` has already let the runtime run once (see
+    /// [`Reader::poll_next`]).
+    yielded: bool,
 }
 
 impl<D: Decoder> Reader<D> {
@@ -458,8 +462,10 @@ impl<D: Decoder> Reader<D> {
 
 /// Polled in place (the reader is never moved between events: this is the hot path of a
 /// stream, one event per token). Every server-sent event that has already arrived is decoded
-/// before any is handed out, so that text pieces arriving together join into one event
-/// ([`push_piece`]); text waits for nothing that has not arrived.
+/// before any is handed out, so that text pieces arriving together join into one event of at
+/// most 64 KiB ([`push_piece`]); "arrived" includes bytes the HTTP connection's task has not
+/// handed on yet, which it is let to do before text goes out. Text waits for nothing that has
+/// not arrived.
 impl<D: Decoder + Unpin> Stream for Reader<D> {
     type Item = Result<Event>;
 
@@ -472,6 +478,7 @@ impl<D: Decoder + Unpin> Stream for Reader<D> {
                 && matches!(reader.out.back(),
                     Some(Event::Text(t) | Event::Reasoning(t)) if t.len() < JOIN_LIMIT);
             if !joinable && let Some(event) = reader.out.pop_front() {
+                reader.yielded = false;
                 return Poll::Ready(Some(Ok(event)));
             }
             if let Some(error) = reader.failed.take() {
@@ -481,13 +488,26 @@ impl<D: Decoder + Unpin> Stream for Reader<D> {
                 return Poll::Ready(None);
             };
             match events.poll_next_unpin(cx) {
+                Poll::Pending if joinable && !reader.yielded => {
+                    // Text is waiting and the body has nothing decoded yet. Bytes may still
+                    // have arrived: in the HTTP connection's buffer or socket, handed on by
+                    // its own task. Let that task run once (it was woken when its last piece
+                    // was taken) and look again before the text goes out. This costs one
+                    // poll when nothing more came, and waits for nothing that has not arrived.
+                    reader.yielded = true;
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
                 Poll::Pending => {
+                    reader.yielded = false;
                     return match reader.out.pop_front() {
                         Some(event) => Poll::Ready(Some(Ok(event))),
                         None => Poll::Pending,
                     };
                 }
                 Poll::Ready(next) => {
+                    // Something came: the next time the body has nothing, yield again.
+                    reader.yielded = false;
                     if let Err(e) = reader.take(next) {
                         reader.failed = Some(reader.http.error(e.message));
                     }
