@@ -489,11 +489,8 @@ impl<D: Decoder + Unpin> Stream for Reader<D> {
             };
             match events.poll_next_unpin(cx) {
                 Poll::Pending if joinable && !reader.yielded => {
-                    // Text is waiting and the body has nothing decoded yet. Bytes may still
-                    // have arrived: in the HTTP connection's buffer or socket, handed on by
-                    // its own task. Let that task run once (it was woken when its last piece
-                    // was taken) and look again before the text goes out. This costs one
-                    // poll when nothing more came, and waits for nothing that has not arrived.
+                    // Bytes may have arrived that the connection's task (woken when its last
+                    // piece was taken) has not handed on: let it run once, then look again.
                     reader.yielded = true;
                     cx.waker().wake_by_ref();
                     return Poll::Pending;
