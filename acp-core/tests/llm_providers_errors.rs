@@ -373,19 +373,7 @@ async fn dropping_the_stream_closes_the_connection_at_once() {
 async fn text_that_arrives_together_is_one_event_and_a_cut_after_it_still_comes_second() {
     // The whole recorded stream in one piece: every delta has arrived before the first is
     // read, so the text is one event (then usage, then the stop).
-    let whole = recording("openai_text.sse").into_bytes();
-    let server = Server::start(vec![Reply::Sse {
-        pieces: vec![whole],
-        end: End::Finish,
-    }])
-    .await;
-    let (events, error) = collect(
-        openai(&server, None)
-            .stream(request(MESSAGES))
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (events, error) = read_in_one_piece(recording("openai_text.sse").into_bytes()).await;
     assert!(error.is_none(), "{error:?}");
     let texts: Vec<&Event> = events
         .iter()
@@ -434,18 +422,7 @@ async fn a_flood_of_deltas_is_read_in_few_events_of_at_most_64_kib() {
     body.push_str(
         "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
     );
-    let server = Server::start(vec![Reply::Sse {
-        pieces: vec![body.into_bytes()],
-        end: End::Finish,
-    }])
-    .await;
-    let (events, error) = collect(
-        openai(&server, None)
-            .stream(request(MESSAGES))
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (events, error) = read_in_one_piece(body.into_bytes()).await;
     assert!(error.is_none(), "{error:?}");
     let expected: String = (0..n).map(|i| format!("{i:07} ")).collect();
     assert_eq!(text(&events), expected, "every delta, in order");
@@ -462,4 +439,20 @@ async fn a_flood_of_deltas_is_read_in_few_events_of_at_most_64_kib() {
         "{} text events for 160,000 bytes: {sizes:?}",
         sizes.len()
     );
+}
+
+/// The events an OpenAI client reads from a server that sends `body` as one piece, then ends.
+async fn read_in_one_piece(body: Vec<u8>) -> (Vec<Event>, Option<acp_core::Error>) {
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![body],
+        end: End::Finish,
+    }])
+    .await;
+    collect(
+        openai(&server, None)
+            .stream(request(MESSAGES))
+            .await
+            .unwrap(),
+    )
+    .await
 }
