@@ -14,6 +14,7 @@ use crate::mcp::{self, McpConfig, McpPermission};
 use crate::peer::{DEFAULT_MAX_IN_FLIGHT, Journal, Peer, read_loop, write_loop};
 use crate::router::Router;
 use crate::session::Connection;
+use crate::session::detached::Detach;
 use crate::store::SessionStore;
 use crate::tools::Tools;
 use crate::transport::lines::DEFAULT_MAX_LINE;
@@ -24,6 +25,14 @@ use crate::{Error, Result};
 /// handlers' own wait ([`Router::shutdown`]): together well under a second, so an agent exits
 /// promptly even when the client stops reading its output but keeps it open.
 const DRAIN_WAIT: Duration = Duration::from_millis(300);
+
+/// How long a connection whose client went away gives the store to record what its turns
+/// sent after they ended.
+const DETACHED_DRAIN_WAIT: Duration = Duration::from_secs(10);
+
+/// How long turns run on after their client went away, on the network service (see
+/// [`Server::detached_turns`]).
+pub const DEFAULT_DETACH: Duration = Duration::from_secs(600);
 
 /// How long the sessions' MCP servers get to stop when the connection ends, after which the
 /// rest are killed (dropping a server kills its process group).
@@ -90,6 +99,9 @@ pub struct Server<A> {
     /// How long a session's ownership lease lasts unless renewed; `None`: `$ACP_SESSION_LEASE_MS`
     /// under `serve_stdio`, else the default.
     lease_ttl: Option<Duration>,
+    /// How long turns run on after their client went away; `None`: not set (the network
+    /// service's default, none elsewhere).
+    pub(crate) detach: Option<Duration>,
     /// The endpoints the editor may configure (`providers/*`).
     #[cfg(feature = "llm-providers")]
     llm_providers: Option<crate::llm::providers::Endpoints>,
@@ -129,9 +141,28 @@ impl<A: Agent> Server<A> {
             local_fallback: false,
             local_files: None,
             lease_ttl: None,
+            detach: None,
             #[cfg(feature = "llm-providers")]
             llm_providers: None,
         }
+    }
+
+    /// Keeps a connection's running turns going for up to `limit` after its client went
+    /// away (default: [`DEFAULT_DETACH`] on the network service, [`Server::router`]; `ZERO`
+    /// elsewhere, where a client that closes the connection cancels its turns).
+    ///
+    /// What such a turn sends is recorded as before (with a store) and goes nowhere; what it
+    /// asks of the client (a permission, the client's files) fails as for a client that
+    /// closed the connection. A client that reconnects and reopens the session
+    /// (`session/load`, `session/resume`) on another connection of this server waits until
+    /// the turn has ended and is recorded, then gets the whole conversation: nothing it
+    /// missed is lost, and no turn of the session runs twice. Turns still running after
+    /// `limit` are cancelled. `ZERO` cancels them at once.
+    ///
+    /// [`Server::router`]: Server::router
+    pub fn detached_turns(mut self, limit: Duration) -> Self {
+        self.detach = Some(limit);
+        self
     }
 
     /// How long a session's ownership lease lasts unless renewed (default 30 s): with a
@@ -306,9 +337,14 @@ impl<A: Agent> Server<A> {
             local_fallback,
             local_files,
             lease_ttl,
+            detach,
             #[cfg(feature = "llm-providers")]
             llm_providers,
         } = self;
+        let detach = detach.filter(|limit| !limit.is_zero()).map(|limit| Detach {
+            limit,
+            sessions: Arc::default(),
+        });
         let store = match store {
             Store::Given(store) => Some(store),
             Store::Default | Store::None => None,
@@ -323,6 +359,7 @@ impl<A: Agent> Server<A> {
             local_fallback,
             local_files,
             lease_ttl,
+            detach,
             #[cfg(feature = "llm-providers")]
             llm_providers,
         }
@@ -361,6 +398,7 @@ pub(crate) struct Shared<A> {
     local_fallback: bool,
     local_files: Option<Arc<dyn crate::session::local::fs::Files>>,
     lease_ttl: Option<Duration>,
+    detach: Option<Detach>,
     #[cfg(feature = "llm-providers")]
     llm_providers: Option<crate::llm::providers::Endpoints>,
 }
@@ -382,6 +420,7 @@ impl<A: Agent> Shared<A> {
             local_fallback,
             local_files,
             lease_ttl,
+            detach,
             #[cfg(feature = "llm-providers")]
             llm_providers,
         } = self;
@@ -402,8 +441,10 @@ impl<A: Agent> Shared<A> {
         settings
             .check()
             .map_err(|e| Error::msg(format!("the agent's settings are invalid: {e}")))?;
-        let (peer, queue) = Peer::new(writer, max_in_flight, Journal::new(store));
+        let journal = Journal::new(store);
+        let (peer, queue) = Peer::new(writer, max_in_flight, journal, detach.is_some());
         let mut conn = Connection::new(peer.clone());
+        conn.detach = detach.clone();
         conn.local_fallback = local_fallback;
         conn.local_files = local_files;
         conn.lease_ttl = lease_ttl.unwrap_or(crate::session::DEFAULT_LEASE_TTL);
@@ -427,8 +468,18 @@ impl<A: Agent> Shared<A> {
 
         // Shut down: cancel every turn (their tokens are children of the peer's), fail pending
         // requests, let the turns answer, then stop the writer once everything queued before the
-        // stop is written — unless the client does not read it in time.
+        // stop is written — unless the client does not read it in time. A connection that
+        // keeps its turns lets them run first, holding its sessions for a client that comes
+        // back (its output goes on being recorded, and read by the network side).
         peer.close();
+        let held = conn.detach.as_ref().map(|detach| {
+            let held = detach.sessions.hold(conn.sessions.ids());
+            (detach.limit, held)
+        });
+        if let Some((limit, _)) = &held {
+            router.finish(*limit).await;
+        }
+        peer.turns.cancel();
         router.shutdown().await;
         // While the last answers drain, the sessions' MCP servers stop (no orphan processes:
         // one that does not stop in time is killed when its session is dropped below).
@@ -440,7 +491,14 @@ impl<A: Agent> Shared<A> {
             }
         };
         let mut writer_task = writer_task;
-        let drain = tokio::time::timeout(DRAIN_WAIT, async {
+        // Detached, nobody reads the output but the network side, which discards it: the wait
+        // is for the store.
+        let drain_wait = if held.is_some() {
+            DETACHED_DRAIN_WAIT
+        } else {
+            DRAIN_WAIT
+        };
+        let drain = tokio::time::timeout(drain_wait, async {
             peer.stop().await;
             (&mut writer_task).await
         });
@@ -454,6 +512,8 @@ impl<A: Agent> Shared<A> {
         drop(sessions);
         conn.extensions.clear();
         drop(router);
+        // Now a client that came back may reopen the sessions.
+        drop(held);
         debug!(parent: &span, "connection closed");
         read.map_err(|e| Error::io("reading the client's input", e))?;
         match written {

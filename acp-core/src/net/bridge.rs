@@ -48,6 +48,18 @@ impl Lines {
     }
 }
 
+impl Lines {
+    /// Reads and discards the rest of the agent's output until its runtime ends: once the
+    /// client went away, the turns it left running go on (and are recorded) without waiting
+    /// for a reader (see [`Server::detached_turns`](crate::Server::detached_turns)).
+    pub fn discard_rest(self) {
+        let mut reader = self.0;
+        tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut reader, &mut tokio::io::sink()).await;
+        });
+    }
+}
+
 /// Starts the connection's runtime; `permit` (its place among the connections allowed) is
 /// released when the runtime has ended, its turns answered and its sessions freed.
 pub(crate) fn start(serve: &ServeFn, permit: OwnedSemaphorePermit) -> Bridge {

@@ -76,7 +76,10 @@ impl<A: Agent> Server<A> {
     /// was given, else in the one `$ACP_DATABASE_URL` names, else in the agent's default
     /// on-disk store (and the session lease is `$ACP_SESSION_LEASE_MS` unless set), shared by
     /// every connection: a client that reconnects loads its
-    /// sessions (`session/load`, `session/resume`) on its new connection.
+    /// sessions (`session/load`, `session/resume`) on its new connection. A turn whose client
+    /// went away keeps running (up to [`DEFAULT_DETACH`](crate::DEFAULT_DETACH) unless
+    /// [`detached_turns`](Server::detached_turns) says otherwise), and the client that comes
+    /// back gets all of it.
     ///
     /// Fails when `config` would let anyone in (an empty token) or the store cannot be
     /// opened.
@@ -92,7 +95,9 @@ impl<A: Agent> Server<A> {
     /// ```
     pub fn router(self, config: HttpConfig) -> Result<axum::Router> {
         config.validate()?;
-        let server = Arc::new(self.env_defaults()?.into_shared());
+        let mut server = self.env_defaults()?;
+        server.detach.get_or_insert(crate::serve::DEFAULT_DETACH);
+        let server = Arc::new(server.into_shared());
         let serve: ServeFn = Arc::new(move |input, output| {
             let server = server.clone();
             Box::pin(async move {

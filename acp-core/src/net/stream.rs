@@ -307,6 +307,10 @@ async fn route(conn: Arc<Conn>, mut output: Lines, connections: Connections) {
         }
     }
     connections.remove(&conn.id);
+    // The runtime sees its end of file once every holder of the connection let go of it; the
+    // turns it still runs go on, their output discarded here.
+    drop(conn);
+    output.discard_rest();
 }
 
 /// The queue a line of the agent's goes to (`None`: delivered, or dropped, here).

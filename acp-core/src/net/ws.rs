@@ -95,8 +95,9 @@ async fn run(shared: Shared, socket: WebSocket, permit: OwnedSemaphorePermit) {
         () = idle_out => {}
     }
     // Dropping the input is the client's end of file: the runtime shuts the connection down
-    // as it does when stdin closes (see `serve`).
+    // as it does when stdin closes (see `serve`), letting its running turns finish.
     drop(input);
+    output.discard_rest();
 }
 
 fn elapsed_ms(start: Instant) -> u64 {

@@ -152,6 +152,10 @@ pub(crate) struct Peer {
     /// Cancelled when no answer from the client can come any more: the connection is closing,
     /// or writing to the client failed.
     pub closed: CancellationToken,
+    /// The parent of every turn's token: cancelling it cancels every running turn. A child of
+    /// [`closed`](Self::closed), unless the connection keeps its turns running after the
+    /// client went away (see [`Peer::new`]).
+    pub turns: CancellationToken,
 }
 
 impl std::fmt::Debug for Peer {
@@ -164,12 +168,20 @@ impl std::fmt::Debug for Peer {
 
 impl Peer {
     /// A peer writing to `writer`, and the receiving end of its output queue, for
-    /// [`write_loop`].
+    /// [`write_loop`]. With `detachable`, closing the peer does not cancel the running turns
+    /// (its [`turns`](Self::turns) token is cancelled on its own).
     pub fn new(
         writer: impl AsyncWrite + Unpin + Send + 'static,
         max_in_flight: usize,
         journal: Journal,
+        detachable: bool,
     ) -> (Arc<Peer>, mpsc::Receiver<Frame>) {
+        let closed = CancellationToken::new();
+        let turns = if detachable {
+            CancellationToken::new()
+        } else {
+            closed.child_token()
+        };
         let (out, rx) = mpsc::channel(QUEUE_FRAMES);
         let writer: Box<dyn AsyncWrite + Unpin + Send> = Box::new(writer);
         let peer = Peer {
@@ -180,7 +192,8 @@ impl Peer {
             pending: Pending::default(),
             admissions: Arc::new(Semaphore::new(max_in_flight.max(1))),
             journal,
-            closed: CancellationToken::new(),
+            closed,
+            turns,
         };
         (Arc::new(peer), rx)
     }

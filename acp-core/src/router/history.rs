@@ -141,11 +141,15 @@ pub(super) fn reopen<A: Agent>(
         if let Err(e) = authenticated(&*agent, &conn).await {
             return answer(&conn, &id, Err::<(), _>(e)).await;
         }
-        // Its lease first: another replica that holds the session runs its turns.
-        if conn.sessions.get(&req.session_id).is_none()
-            && let Err(e) = super::lease::take(&*store, &conn, &req.session_id).await
-        {
-            return answer(&conn, &id, Err::<(), _>(e)).await;
+        // A turn left running by this client's previous connection ends and is recorded
+        // first; then the lease: another replica that holds the session runs its turns.
+        if conn.sessions.get(&req.session_id).is_none() {
+            if let Some(detach) = &conn.detach {
+                detach.sessions.wait(&req.session_id).await;
+            }
+            if let Err(e) = super::lease::take(&*store, &conn, &req.session_id).await {
+                return answer(&conn, &id, Err::<(), _>(e)).await;
+            }
         }
         // What the session was; its records are read a page at a time, so that a long
         // session's replay holds one page in memory, not the whole log.

@@ -113,6 +113,20 @@ impl<A: Agent> Router<A> {
         }
     }
 
+    /// Waits up to `limit` for every handler (and so every running turn) to end on its own,
+    /// taking no new ones: for a connection that keeps its turns after its client left.
+    pub async fn finish(&self, limit: std::time::Duration) {
+        self.tasks.close();
+        if tokio::time::timeout(limit, self.tasks.wait())
+            .await
+            .is_err()
+        {
+            warn!(
+                "turns left running by a departed client were still running after {limit:?}; cancelling them"
+            );
+        }
+    }
+
     /// Waits (briefly) for running handlers once the client has gone.
     pub async fn shutdown(&self) {
         self.tasks.close();

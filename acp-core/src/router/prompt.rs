@@ -37,7 +37,7 @@ pub(super) fn prompt<A: Agent>(
     let prompt = Prompt::from_request(req);
     refuse_unaccepted(r, &prompt, "promptCapabilities")?;
     let command = command_of(r, &state, &prompt);
-    let turn = Arc::new(Turn::new(&r.conn.peer.closed));
+    let turn = Arc::new(Turn::new(&r.conn.peer.turns));
     if !state.start_turn(&turn) {
         return Err(schema::Error::new(
             ErrorCode::InvalidRequest.into(),

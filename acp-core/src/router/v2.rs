@@ -439,11 +439,11 @@ fn prompt<A: Agent>(
                     let _ = peer.send(Frame::new(jsonrpc::encode_error(&id, &e), None)).await;
                     return;
                 }
-                // The connection is gone: nothing more runs.
-                () = peer.closed.cancelled() => return,
+                // The connection's turns are cancelled: nothing more runs.
+                () = peer.turns.cancelled() => return,
                 slot = state.queue.clone().lock_owned() => slot,
             };
-            let turn = Arc::new(Turn::new(&peer.closed));
+            let turn = Arc::new(Turn::new(&peer.turns));
             if state.is_closed() || !state.start_turn(&turn) {
                 let e = crate::Error::SessionClosed.to_rpc();
                 let _ = peer

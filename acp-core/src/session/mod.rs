@@ -5,6 +5,7 @@
 
 mod client;
 pub(crate) mod config;
+pub(crate) mod detached;
 mod elicit;
 mod fs;
 pub(crate) mod local;

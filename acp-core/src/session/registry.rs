@@ -39,6 +39,11 @@ impl Registry {
         removed
     }
 
+    /// The ids of the sessions open now.
+    pub fn ids(&self) -> Vec<SessionId> {
+        self.map().keys().cloned().collect()
+    }
+
     /// Removes and closes every session.
     pub fn clear(&self) -> Vec<Arc<SessionState>> {
         let sessions: Vec<_> = self.map().drain().map(|(_, s)| s).collect();

@@ -95,6 +95,9 @@ pub(crate) struct Connection {
     pub lease_holder: String,
     /// How long a lease lasts unless renewed ([`Server::session_lease`](crate::Server::session_lease)).
     pub lease_ttl: std::time::Duration,
+    /// Set when the connection's turns keep running after its client went away
+    /// ([`Server::detached_turns`](crate::Server::detached_turns)).
+    pub detach: Option<super::detached::Detach>,
 }
 
 impl Connection {
@@ -115,6 +118,7 @@ impl Connection {
                 super::registry::process_unique("conn", &NEXT)
             },
             lease_ttl: DEFAULT_LEASE_TTL,
+            detach: None,
         }
     }
 

@@ -1,0 +1,124 @@
+//! Sessions whose client went away while their turns still ran: a connection that keeps its
+//! turns running after its client left (the network service, see
+//! [`Server::detached_turns`](crate::Server::detached_turns)) holds its sessions here until
+//! those turns have ended and what they sent is recorded. A client that reconnects and
+//! reopens one of them (`session/load`, `session/resume`) on another connection of the same
+//! server waits here first, so that it resumes the session with nothing missing and never
+//! runs a turn beside the one still going.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::schema::SessionId;
+
+/// What a connection that keeps its turns running after its client left needs: how long
+/// they may run on, and the server's register of such sessions.
+#[derive(Debug, Clone)]
+pub(crate) struct Detach {
+    /// How long the turns may run on after the client left; then they are cancelled.
+    pub limit: Duration,
+    /// Shared by every connection of one server.
+    pub sessions: Arc<Detached>,
+}
+
+/// The sessions held by connections whose client went away, by id: each with the token
+/// cancelled when it is freed, and the hold's number (a later hold of the same id replaces it).
+#[derive(Debug, Default)]
+pub(crate) struct Detached {
+    held: Mutex<HashMap<SessionId, (u64, CancellationToken)>>,
+    next: AtomicU64,
+}
+
+impl Detached {
+    fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, (u64, CancellationToken)>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Holds `ids` for a connection whose client went away, until the returned guard is
+    /// dropped (which wakes whoever waits for them).
+    pub fn hold(self: &Arc<Self>, ids: Vec<SessionId>) -> Held {
+        let number = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut held = self.lock();
+        let ids = ids
+            .into_iter()
+            .map(|id| {
+                let freed = CancellationToken::new();
+                held.insert(id.clone(), (number, freed.clone()));
+                (id, freed)
+            })
+            .collect();
+        Held {
+            register: self.clone(),
+            number,
+            ids,
+        }
+    }
+
+    /// Waits until session `id` is held by no connection whose client went away.
+    pub async fn wait(&self, id: &SessionId) {
+        loop {
+            let freed = self.lock().get(id).map(|(_, freed)| freed.clone());
+            match freed {
+                Some(freed) => {
+                    tracing::debug!(session = %id, "waiting for the turn its last client left running");
+                    freed.cancelled().await;
+                }
+                None => return,
+            }
+        }
+    }
+}
+
+/// A departed connection's hold on its sessions (see [`Detached::hold`]).
+#[derive(Debug)]
+pub(crate) struct Held {
+    register: Arc<Detached>,
+    number: u64,
+    ids: Vec<(SessionId, CancellationToken)>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut held = self.register.lock();
+        for (id, freed) in self.ids.drain(..) {
+            if held
+                .get(&id)
+                .is_some_and(|(number, _)| *number == self.number)
+            {
+                held.remove(&id);
+            }
+            freed.cancel();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_reopen_waits_until_the_departed_connection_frees_the_session() {
+        let register = Arc::new(Detached::default());
+        let id = SessionId::new("s");
+        // Nothing held: no wait.
+        register.wait(&id).await;
+        let held = register.hold(vec![id.clone()]);
+        let waiting = tokio::spawn({
+            let register = register.clone();
+            let id = id.clone();
+            async move { register.wait(&id).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "waits while the session is held");
+        drop(held);
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("woken when freed")
+            .unwrap();
+        assert!(register.lock().is_empty());
+    }
+}

@@ -1,0 +1,195 @@
+//! A dropped connection is not a lost turn: over the network, a turn keeps running when its
+//! client goes away, and the client that reconnects and reopens the session gets all of it —
+//! over WebSocket (the socket dropped) and over Streamable HTTP (the connection deleted).
+
+mod net_support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use acp_core::net::HttpConfig;
+use acp_core::schema::{SessionId, SessionUpdate, StopReason};
+use acp_core::store::{MemoryStore, SessionStore};
+use acp_core::testing::TestClient;
+use acp_core::{Agent, Prompt, Result, Server, Session};
+use net_support::*;
+use serde_json::json;
+
+/// Chunks each turn streams, one every `PAUSE`.
+const CHUNKS: usize = 30;
+const PAUSE: Duration = Duration::from_millis(20);
+
+/// Streams `chunk 0` … `chunk 29`, pausing between them; counts the turns that ran to their
+/// end and those cancelled.
+#[derive(Clone, Default)]
+struct Slow {
+    finished: Arc<AtomicUsize>,
+    cancelled: Arc<AtomicUsize>,
+}
+
+impl Agent for Slow {
+    async fn prompt(&self, cx: &Session, _: Prompt) -> Result<StopReason> {
+        for i in 0..CHUNKS {
+            let sent = async {
+                cx.message(format!("chunk {i};")).await?;
+                tokio::time::sleep(PAUSE).await;
+                Ok::<_, acp_core::Error>(())
+            };
+            tokio::select! {
+                sent = sent => sent?,
+                () = cx.cancelled() => {
+                    self.cancelled.fetch_add(1, Ordering::SeqCst);
+                    return Ok(StopReason::Cancelled);
+                }
+            }
+        }
+        self.finished.fetch_add(1, Ordering::SeqCst);
+        Ok(StopReason::EndTurn)
+    }
+}
+
+/// Serves `agent` on a free loopback port with a store of its own; its `/acp` URL.
+async fn serve(agent: Slow, detach: Option<Duration>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/acp", listener.local_addr().unwrap());
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let mut server = Server::new(agent).shared_store(store);
+    if let Some(limit) = detach {
+        server = server.detached_turns(limit);
+    }
+    tokio::spawn(server.serve_http_on(listener, HttpConfig::bearer(TOKEN)));
+    url
+}
+
+/// Opens a session over a raw WebSocket, starts a turn, reads its first chunk, and drops
+/// the socket without closing it; the session's id.
+async fn leave_mid_turn_over_websocket(url: &str) -> String {
+    let mut client = WsClient::connect(url).await;
+    let session = client.open_session().await;
+    client
+        .send(
+            json!({"jsonrpc": "2.0", "id": 99, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}}),
+        )
+        .await;
+    let first = client.recv().await;
+    assert_eq!(
+        first["params"]["update"]["content"]["text"], "chunk 0;",
+        "{first}"
+    );
+    drop(client);
+    session
+}
+
+/// The text of the agent's message chunks among `updates`, joined.
+fn agent_text(updates: &[SessionUpdate]) -> String {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
+                acp_core::schema::ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+fn every_chunk() -> String {
+    (0..CHUNKS).map(|i| format!("chunk {i};")).collect()
+}
+
+#[tokio::test]
+async fn a_turn_goes_on_when_its_websocket_drops_and_the_client_that_comes_back_gets_all_of_it() {
+    let agent = Slow::default();
+    let url = serve(agent.clone(), None).await;
+    let session = leave_mid_turn_over_websocket(&url).await;
+    // At once, while the turn still runs on the departed connection.
+    let client = TestClient::builder().websocket(&url, TOKEN).await.unwrap();
+    let loaded = client
+        .load_session(&SessionId::new(session.as_str()))
+        .await
+        .unwrap();
+    assert_eq!(
+        agent.finished.load(Ordering::SeqCst),
+        1,
+        "the turn ran to its end"
+    );
+    assert_eq!(agent.cancelled.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        agent_text(&loaded.replayed),
+        every_chunk(),
+        "the reload waited for the turn, and replays every chunk in order"
+    );
+    // The session goes on, on the new connection.
+    let turn = loaded.session.prompt("again").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    assert_eq!(turn.text(), every_chunk());
+}
+
+#[tokio::test]
+async fn with_no_time_to_run_on_the_turn_is_cancelled_when_its_client_goes() {
+    let agent = Slow::default();
+    let url = serve(agent.clone(), Some(Duration::ZERO)).await;
+    let session = leave_mid_turn_over_websocket(&url).await;
+    let client = TestClient::builder().websocket(&url, TOKEN).await.unwrap();
+    let loaded = client
+        .load_session(&SessionId::new(session.as_str()))
+        .await
+        .unwrap();
+    assert_eq!(agent.finished.load(Ordering::SeqCst), 0);
+    assert_eq!(agent.cancelled.load(Ordering::SeqCst), 1);
+    let text = agent_text(&loaded.replayed);
+    assert!(
+        text.starts_with("chunk 0;") && text.len() < every_chunk().len(),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_turn_goes_on_when_its_streamable_http_connection_is_deleted() {
+    let agent = Slow::default();
+    let url = serve(agent.clone(), None).await;
+    let auth = bearer();
+    let connection = http_connect(&url).await;
+    let mut stream = Sse::open(&url, &connection, None).await;
+    let headers = [
+        ("authorization", auth.as_str()),
+        ("acp-connection-id", connection.as_str()),
+    ];
+    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": "/tmp", "mcpServers": []}});
+    assert_eq!(post(&url, &headers, new).await.status(), 202);
+    let session = stream.recv().await["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut session_stream = Sse::open(&url, &connection, Some(&session)).await;
+    let in_session = [
+        ("authorization", auth.as_str()),
+        ("acp-connection-id", connection.as_str()),
+        ("acp-session-id", session.as_str()),
+    ];
+    let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}});
+    assert_eq!(post(&url, &in_session, prompt).await.status(), 202);
+    let first = session_stream.recv().await;
+    assert_eq!(first["params"]["update"]["content"]["text"], "chunk 0;");
+    let deleted = http()
+        .delete(&url)
+        .header("authorization", &auth)
+        .header("acp-connection-id", &connection)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 202);
+    drop((stream, session_stream));
+    let client = TestClient::builder().websocket(&url, TOKEN).await.unwrap();
+    let loaded = client
+        .load_session(&SessionId::new(session.as_str()))
+        .await
+        .unwrap();
+    assert_eq!(agent.finished.load(Ordering::SeqCst), 1);
+    assert_eq!(agent_text(&loaded.replayed), every_chunk());
+}
