@@ -193,3 +193,77 @@ async fn a_turn_goes_on_when_its_streamable_http_connection_is_deleted() {
     assert_eq!(agent.finished.load(Ordering::SeqCst), 1);
     assert_eq!(agent_text(&loaded.replayed), every_chunk());
 }
+
+#[tokio::test]
+async fn a_session_stream_dropped_mid_turn_resumes_after_its_last_event_id_with_nothing_missing() {
+    let url = serve(Slow::default(), None).await;
+    let auth = bearer();
+    let connection = http_connect(&url).await;
+    let mut stream = Sse::open(&url, &connection, None).await;
+    let headers = [
+        ("authorization", auth.as_str()),
+        ("acp-connection-id", connection.as_str()),
+    ];
+    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": "/tmp", "mcpServers": []}});
+    assert_eq!(post(&url, &headers, new).await.status(), 202);
+    let session = stream.recv().await["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut session_stream = Sse::open(&url, &connection, Some(&session)).await;
+    let in_session = [
+        ("authorization", auth.as_str()),
+        ("acp-connection-id", connection.as_str()),
+        ("acp-session-id", session.as_str()),
+    ];
+    let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}});
+    assert_eq!(post(&url, &in_session, prompt).await.status(), 202);
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(session_stream.recv_event().await);
+    }
+    let ids: Vec<u64> = seen
+        .iter()
+        .map(|(id, _)| id.as_deref().unwrap().parse().unwrap())
+        .collect();
+    assert!(ids.windows(2).all(|w| w[1] == w[0] + 1), "{ids:?}");
+    // The stream drops; the turn goes on meanwhile.
+    drop(session_stream);
+    tokio::time::sleep(PAUSE * 5).await;
+    // A cursor the stream never sent, or a bogus one: 409, and the stream still resumes.
+    for bogus in ["999999", "not-a-cursor"] {
+        let refused = Sse::get(&url, &connection, Some(&session), Some(bogus)).await;
+        assert_eq!(refused.status(), 409, "{bogus}");
+    }
+    // Resumed after the second event: the third comes again, the same, then everything else.
+    let last = seen[1].0.clone().unwrap();
+    let mut resumed = Sse::resume(&url, &connection, Some(&session), Some(&last)).await;
+    let again = resumed.recv_event().await;
+    assert_eq!(again, seen[2], "the same event, with its id");
+    let mut text: String = seen[..2]
+        .iter()
+        .map(|(_, m)| m["params"]["update"]["content"]["text"].as_str().unwrap())
+        .collect();
+    let mut next_id = ids[1] + 1;
+    loop {
+        let (id, message) = if next_id == ids[2] {
+            again.clone()
+        } else {
+            resumed.recv_event().await
+        };
+        assert_eq!(id, Some(next_id.to_string()), "no event skipped: {message}");
+        next_id += 1;
+        if message["id"] == 3 {
+            assert_eq!(message["result"]["stopReason"], "end_turn");
+            break;
+        }
+        text.push_str(
+            message["params"]["update"]["content"]["text"]
+                .as_str()
+                .unwrap(),
+        );
+    }
+    assert_eq!(text, every_chunk());
+}

@@ -13,6 +13,7 @@
 //! | `bridge` | one connection as one `serve` over bounded pipes |
 //! | `ws` | WebSocket: a GET with `Upgrade: websocket`, one connection per socket |
 //! | `stream` | Streamable HTTP: POST, the connection-scoped and per-session SSE GETs, DELETE |
+//! | `sse` | each SSE stream's queue and reader, its event ids, and resuming it (`Last-Event-ID`) |
 //!
 //! Start with [`Server::serve_http`](crate::Server::serve_http), or mount
 //! [`Server::router`](crate::Server::router) in an existing axum application.
@@ -22,6 +23,7 @@
 
 mod bridge;
 mod config;
+mod sse;
 mod stream;
 mod ws;
 

@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -29,10 +29,11 @@ use tracing::debug;
 
 use super::bridge::{self, Lines};
 use super::config::constant_time_eq;
+use super::sse::{self, Outbox, Reader, Replay};
 use super::{CONNECTION_ID, SESSION_ID, Shared, admit, new_id};
 
-/// Frames a stream holds for a client that has not opened it or is behind.
-const STREAM_FRAMES: usize = 256;
+/// The header a client resuming a stream names the last event it got with.
+const LAST_EVENT_ID: &str = "last-event-id";
 
 /// Session streams one connection may have.
 const MAX_SESSIONS: usize = 256;
@@ -107,20 +108,6 @@ struct Routes {
     initialize: Option<(String, oneshot::Sender<String>)>,
     connection: Outbox,
     sessions: HashMap<String, Outbox>,
-}
-
-/// One stream's queue; its receiver is held by the GET reading it, and put back when that
-/// reader goes away.
-struct Outbox {
-    tx: mpsc::Sender<String>,
-    rx: Option<mpsc::Receiver<String>>,
-}
-
-impl Default for Outbox {
-    fn default() -> Self {
-        let (tx, rx) = mpsc::channel(STREAM_FRAMES);
-        Outbox { tx, rx: Some(rx) }
-    }
 }
 
 impl Conn {
@@ -387,7 +374,12 @@ pub(super) async fn get(shared: Shared, parts: Parts) -> Response {
         .get(SESSION_ID)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let rx = {
+    let last_event_id = parts
+        .headers
+        .get(LAST_EVENT_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let reader = {
         let mut routes = conn.routes();
         let outbox = match &session {
             None => Some(&mut routes.connection),
@@ -399,58 +391,43 @@ pub(super) async fn get(shared: Shared, parts: Parts) -> Response {
                 }
             }
         };
-        outbox.and_then(|outbox| outbox.rx.take())
+        outbox.and_then(|outbox| outbox.take())
     };
-    let Some(rx) = rx else {
+    let Some(reader) = reader else {
         return refuse(StatusCode::CONFLICT, "This stream already has a reader");
     };
-    conn.streams.fetch_add(1, Ordering::Relaxed);
-    let lease = Lease {
-        conn,
-        session,
-        rx: Some(rx),
+    let replay = match last_event_id {
+        None => Replay::new(),
+        Some(last) => match reader.after(&last) {
+            Some(replay) => replay,
+            None => {
+                give_back(&conn, session.as_deref(), reader);
+                return refuse(
+                    StatusCode::CONFLICT,
+                    "Last-Event-ID names no event this stream still keeps; reopen the session \
+                     (session/load or session/resume)",
+                );
+            }
+        },
     };
-    let frames = futures_util::stream::unfold(lease, |mut lease| async move {
-        let closed = lease.conn.closed.clone();
-        let rx = lease.rx.as_mut()?;
-        let frame = tokio::select! {
-            frame = rx.recv() => frame?,
-            () = closed.cancelled() => return None,
-        };
-        let event = Bytes::from(format!("data: {frame}\n\n"));
-        Some((Ok::<_, std::convert::Infallible>(event), lease))
-    });
-    (
-        [
-            (header::CONTENT_TYPE, "text/event-stream"),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        Body::from_stream(frames),
-    )
-        .into_response()
+    conn.streams.fetch_add(1, Ordering::Relaxed);
+    let closed = conn.closed.clone();
+    sse::respond(reader, replay, closed, move |reader| {
+        conn.streams.fetch_sub(1, Ordering::Relaxed);
+        conn.touch();
+        give_back(&conn, session.as_deref(), reader);
+    })
 }
 
-/// A GET's hold on a stream: gives the queue back when the client goes away, so what comes
-/// meanwhile waits for the next GET.
-struct Lease {
-    conn: Arc<Conn>,
-    session: Option<String>,
-    rx: Option<mpsc::Receiver<String>>,
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        self.conn.streams.fetch_sub(1, Ordering::Relaxed);
-        self.conn.touch();
-        let Some(rx) = self.rx.take() else { return };
-        let mut routes = self.conn.routes();
-        let outbox = match &self.session {
-            None => Some(&mut routes.connection),
-            Some(session) => routes.sessions.get_mut(session),
-        };
-        if let Some(outbox) = outbox {
-            outbox.rx = Some(rx);
-        }
+/// Puts a stream's reader back, for the next GET.
+fn give_back(conn: &Conn, session: Option<&str>, reader: Reader) {
+    let mut routes = conn.routes();
+    let outbox = match session {
+        None => Some(&mut routes.connection),
+        Some(session) => routes.sessions.get_mut(session),
+    };
+    if let Some(outbox) = outbox {
+        outbox.give_back(reader);
     }
 }
 

@@ -187,15 +187,17 @@ pub struct Sse {
 
 impl Sse {
     pub async fn open(url: &str, connection: &str, session: Option<&str>) -> Sse {
-        let mut request = http()
-            .get(url)
-            .header("authorization", bearer())
-            .header("accept", "text/event-stream")
-            .header("acp-connection-id", connection);
-        if let Some(session) = session {
-            request = request.header("acp-session-id", session);
-        }
-        let response = request.send().await.unwrap();
+        Sse::resume(url, connection, session, None).await
+    }
+
+    /// Opens the stream, resuming after event `last_event_id` when given.
+    pub async fn resume(
+        url: &str,
+        connection: &str,
+        session: Option<&str>,
+        last_event_id: Option<&str>,
+    ) -> Sse {
+        let response = Sse::get(url, connection, session, last_event_id).await;
         assert_eq!(response.status(), 200);
         assert_eq!(response.headers()["content-type"], "text/event-stream");
         Sse {
@@ -204,18 +206,48 @@ impl Sse {
         }
     }
 
+    /// The GET that opens the stream, as it is answered.
+    pub async fn get(
+        url: &str,
+        connection: &str,
+        session: Option<&str>,
+        last_event_id: Option<&str>,
+    ) -> reqwest::Response {
+        let mut request = http()
+            .get(url)
+            .header("authorization", bearer())
+            .header("accept", "text/event-stream")
+            .header("acp-connection-id", connection);
+        if let Some(session) = session {
+            request = request.header("acp-session-id", session);
+        }
+        if let Some(last) = last_event_id {
+            request = request.header("last-event-id", last);
+        }
+        request.send().await.unwrap()
+    }
+
     /// The next message (within 10 s).
     pub async fn recv(&mut self) -> Value {
+        self.recv_event().await.1
+    }
+
+    /// The next message (within 10 s), with its event id.
+    pub async fn recv_event(&mut self) -> (Option<String>, Value) {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let event: String = self.buffer.drain(..end + 2).collect();
-                let data: String = event
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
+                let field = |name: &str| -> String {
+                    event
+                        .lines()
+                        .filter_map(|l| l.strip_prefix(name))
+                        .map(str::trim_start)
+                        .collect()
+                };
+                let (id, data) = (field("id:"), field("data:"));
                 if !data.is_empty() {
-                    return serde_json::from_str(&data).unwrap();
+                    let id = (!id.is_empty()).then_some(id);
+                    return (id, serde_json::from_str(&data).unwrap());
                 }
                 continue;
             }
