@@ -404,6 +404,12 @@ pub(crate) struct Shared<A> {
 }
 
 impl<A: Agent> Shared<A> {
+    /// Where the server records its sessions, if it does.
+    #[cfg(feature = "http")]
+    pub(crate) fn store(&self) -> Option<Arc<dyn SessionStore>> {
+        self.store.clone()
+    }
+
     /// Serves one connection over a byte stream pair: see [`serve`].
     pub(crate) async fn serve<R, W>(&self, reader: R, writer: W) -> Result<()>
     where

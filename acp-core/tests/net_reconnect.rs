@@ -1,6 +1,7 @@
 //! A dropped connection is not a lost turn: over the network, a turn keeps running when its
 //! client goes away, and the client that reconnects and reopens the session gets all of it —
-//! over WebSocket (the socket dropped) and over Streamable HTTP (the connection deleted).
+//! over WebSocket (the socket dropped) and over Streamable HTTP (the connection deleted, or
+//! one stream dropped and resumed with `Last-Event-ID`).
 
 mod net_support;
 
@@ -266,4 +267,40 @@ async fn a_session_stream_dropped_mid_turn_resumes_after_its_last_event_id_with_
         );
     }
     assert_eq!(text, every_chunk());
+}
+
+#[tokio::test]
+async fn a_session_stream_is_404_for_a_session_the_agent_does_not_have() {
+    let url = serve(Slow::default(), None).await;
+    // A session recorded on an earlier connection.
+    let mut earlier = WsClient::connect(&url).await;
+    let stored = earlier.open_session().await;
+    drop(earlier);
+    let connection = http_connect(&url).await;
+    let bogus = "sess_00000000000000000000000000000000";
+    let refused = Sse::get(&url, &connection, Some(bogus), None).await;
+    assert_eq!(refused.status(), 404);
+    // The stream of a stored session opens before the client loads it (as the official
+    // TypeScript client does), and the load's replay and answer come.
+    let mut session_stream = Sse::open(&url, &connection, Some(&stored)).await;
+    let mut stream = Sse::open(&url, &connection, None).await;
+    let auth = bearer();
+    let in_session = [
+        ("authorization", auth.as_str()),
+        ("acp-connection-id", connection.as_str()),
+        ("acp-session-id", stored.as_str()),
+    ];
+    let load = json!({"jsonrpc": "2.0", "id": 5, "method": "session/load",
+        "params": {"sessionId": stored, "cwd": "/tmp", "mcpServers": []}});
+    assert_eq!(post(&url, &in_session, load).await.status(), 202);
+    assert_eq!(
+        stream.recv().await["id"],
+        5,
+        "answered on the connection stream"
+    );
+    let prompt = json!({"jsonrpc": "2.0", "id": 6, "method": "session/prompt",
+        "params": {"sessionId": stored, "prompt": [{"type": "text", "text": "go"}]}});
+    assert_eq!(post(&url, &in_session, prompt).await.status(), 202);
+    let first = session_stream.recv().await;
+    assert_eq!(first["params"]["update"]["content"]["text"], "chunk 0;");
 }

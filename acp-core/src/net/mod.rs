@@ -69,6 +69,8 @@ struct Shared {
     serve: ServeFn,
     permits: Arc<Semaphore>,
     connections: stream::Connections,
+    /// Where the agent records its sessions (to tell a session stream's id from a bogus one).
+    store: Option<Arc<dyn crate::store::SessionStore>>,
 }
 
 impl<A: Agent> Server<A> {
@@ -100,6 +102,7 @@ impl<A: Agent> Server<A> {
         let mut server = self.env_defaults()?;
         server.detach.get_or_insert(crate::serve::DEFAULT_DETACH);
         let server = Arc::new(server.into_shared());
+        let store = server.store();
         let serve: ServeFn = Arc::new(move |input, output| {
             let server = server.clone();
             Box::pin(async move {
@@ -114,6 +117,7 @@ impl<A: Agent> Server<A> {
             config: Arc::new(config),
             serve,
             connections: stream::Connections::default(),
+            store,
         };
         let endpoint = get(get_acp)
             .post(stream::post)

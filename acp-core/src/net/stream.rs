@@ -314,6 +314,12 @@ fn destination(conn: &Conn, line: &str) -> Option<mpsc::Sender<String>> {
             }
             return None;
         }
+        // A session the answer opens (`session/new`, `session/fork`) is known from now on.
+        if let Some(opened) = message.pointer("/result/sessionId").and_then(Value::as_str)
+            && routes.sessions.len() < MAX_SESSIONS
+        {
+            routes.sessions.entry(opened.to_owned()).or_default();
+        }
         id.and_then(|id| routes.pending.remove(&id)).flatten()
     } else {
         message
@@ -374,6 +380,11 @@ pub(super) async fn get(shared: Shared, parts: Parts) -> Response {
         .get(SESSION_ID)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    if let Some(session) = &session
+        && let Err(refused) = known(&shared, &conn, session).await
+    {
+        return refused;
+    }
     let last_event_id = parts
         .headers
         .get(LAST_EVENT_ID)
@@ -417,6 +428,32 @@ pub(super) async fn get(shared: Shared, parts: Parts) -> Response {
         conn.touch();
         give_back(&conn, session.as_deref(), reader);
     })
+}
+
+/// `Ok` when `session` is known to the connection (its frames were routed), or to the
+/// agent's store (a client opens a session's stream before it loads the session); `404`
+/// otherwise. Without a store a session cannot be told from a bogus id: it is accepted.
+async fn known(shared: &Shared, conn: &Conn, session: &str) -> Result<(), Response> {
+    if conn.routes().sessions.contains_key(session) {
+        return Ok(());
+    }
+    let Some(store) = &shared.store else {
+        return Ok(());
+    };
+    match store
+        .session(&crate::schema::SessionId::new(session.to_owned()))
+        .await
+    {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(refuse(StatusCode::NOT_FOUND, "Unknown Acp-Session-Id")),
+        Err(e) => {
+            tracing::warn!("could not look a session up in the store: {e}");
+            Err(refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The session store is unavailable",
+            ))
+        }
+    }
 }
 
 /// Puts a stream's reader back, for the next GET.
