@@ -44,6 +44,7 @@ use crate::error::{Error, Result};
 
 mod ops;
 mod sql;
+mod tls;
 
 /// Operations running at once, each on a connection of its own (kept idle for the next):
 /// beyond this they wait their turn instead of opening connections without bound (a
@@ -153,6 +154,8 @@ pub struct PostgresStore {
 
 struct Shared {
     config: Config,
+    /// How connections are encrypted (`None`: they are not).
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     /// Where the database is, for messages: host, port, database and user (no password).
     target: String,
     idle: Mutex<Vec<Conn>>,
@@ -176,10 +179,21 @@ impl PostgresStore {
     ///
     /// Fails, naming the host, port, database and user (never the password), when the URL is
     /// malformed, the server cannot be reached or refuses the login, or the database was
-    /// written by a newer schema. TLS is not supported yet: use `sslmode=disable` or
-    /// `prefer` (the default), e.g. on a private network or through a local proxy.
+    /// written by a newer schema.
+    ///
+    /// TLS, as libpq's URLs say it: `?sslmode=require` (or `verify-ca`, `verify-full`)
+    /// connects over TLS only, checking the server's certificate and name against the
+    /// certificates in the file `sslrootcert=` names (PEM; `$PGSSLROOTCERT` when the URL names
+    /// none), else the system's (also with `sslrootcert=system`). Without it (`disable`,
+    /// `prefer`, no `sslmode`) connections are not encrypted: fine on a Unix socket or a
+    /// private network, not across anyone else's.
     pub async fn connect(url: &str) -> Result<PostgresStore> {
-        let mut config: Config = url.parse().map_err(|e: tokio_postgres::Error| {
+        let parsed = tls::parse(url);
+        let tls = match &parsed.tls {
+            Some(root) => Some(tls::connector(root.as_deref())?),
+            None => None,
+        };
+        let mut config: Config = parsed.url.parse().map_err(|e: tokio_postgres::Error| {
             Error::msg(format!(
                 "session store: the PostgreSQL URL is malformed: {}",
                 chain(&e)
@@ -194,6 +208,7 @@ impl PostgresStore {
         let shared = Arc::new(Shared {
             target: target(&config),
             config,
+            tls,
             idle: Mutex::new(Vec::new()),
             running: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
         });
@@ -348,18 +363,31 @@ impl Shared {
     }
 
     async fn connect(&self) -> Result<Conn> {
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
+        let connected = match &self.tls {
+            Some(tls) => self
+                .config
+                .connect(tls.clone())
+                .await
+                .map(|(client, connection)| {
+                    tokio::spawn(drive(connection));
+                    client
+                }),
+            None => self
+                .config
+                .connect(NoTls)
+                .await
+                .map(|(client, connection)| {
+                    tokio::spawn(drive(connection));
+                    client
+                }),
+        };
+        let client = connected.map_err(|e| {
             Error::msg(format!(
                 "session store: cannot connect to PostgreSQL at {}: {}",
                 self.target,
                 chain(&e)
             ))
         })?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!("session store: PostgreSQL connection ended: {}", chain(&e));
-            }
-        });
         Ok(Conn {
             client,
             statements: HashMap::new(),
@@ -372,6 +400,17 @@ impl Shared {
             Error::Other(m) => Error::msg(format!("{m} (database {})", self.target)),
             e => e,
         }
+    }
+}
+
+/// Runs a connection's I/O until it ends.
+async fn drive<S, T>(connection: tokio_postgres::Connection<S, T>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    if let Err(e) = connection.await {
+        tracing::debug!("session store: PostgreSQL connection ended: {}", chain(&e));
     }
 }
 

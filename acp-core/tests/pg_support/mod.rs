@@ -30,11 +30,19 @@ pub struct PgServer {
     /// The `sh` watching the server; it stops the server when `pipe` closes.
     watchdog: Child,
     pipe: Option<ChildStdin>,
+    /// Its port (the socket's name; also on TCP with TLS).
+    port: u16,
 }
 
-/// What the watchdog runs: `$1` the server's bin directory, `$2` the directory.
+/// What the watchdog runs: `$1` the server's bin directory, `$2` the directory, `$3` the
+/// TCP port to listen on over TLS (empty: none).
 const WATCHDOG: &str = r#"
-"$1/postgres" -D "$2/data" -k "$2" -c listen_addresses= -c fsync=off \
+tcp="-c listen_addresses="
+if [ -n "$3" ]; then
+    tcp="-c listen_addresses=127.0.0.1 -p $3 -c ssl=on -c ssl_cert_file=$2/server.crt \
+        -c ssl_key_file=$2/server.key"
+fi
+"$1/postgres" -D "$2/data" -k "$2" $tcp -c fsync=off \
     -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 \
     -c shared_buffers=32MB >"$2/server.log" 2>&1 &
 pid=$!
@@ -42,6 +50,22 @@ read -r line
 kill -QUIT "$pid" 2>/dev/null
 wait "$pid"
 rm -rf "$2"
+"#;
+
+/// Makes, in the current directory, a certificate authority (`ca.crt`) and the server's
+/// certificate it signs (`server.crt`, `server.key`, for `127.0.0.1` and `localhost`).
+const CERTIFICATES: &str = r#"
+set -e
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -keyout ca.key -out ca.crt -subj /CN=acp-test-ca \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout server.key -out server.csr -subj /CN=localhost
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' > server.ext
+openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+    -extfile server.ext -out server.crt
+chmod 600 server.key ca.key
+chmod 644 ca.crt
 "#;
 
 impl PgServer {
@@ -56,6 +80,26 @@ impl PgServer {
 
     /// Starts a server of its own (stopped when dropped).
     pub fn start() -> Result<PgServer, String> {
+        PgServer::start_with(None)
+    }
+
+    /// Starts a server of its own that also listens on `127.0.0.1:port` with TLS, its
+    /// certificate (for `127.0.0.1` and `localhost`) signed by a certificate authority made
+    /// for it: [`ca`](Self::ca) is that authority's certificate. Needs `openssl`.
+    pub fn start_tls() -> Result<(PgServer, u16), String> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("no free port: {e}"))?
+            .port();
+        Ok((PgServer::start_with(Some(port))?, port))
+    }
+
+    /// The certificate authority of a [`start_tls`](Self::start_tls) server (PEM).
+    pub fn ca(&self) -> PathBuf {
+        self.dir.join("ca.crt")
+    }
+
+    fn start_with(tls_port: Option<u16>) -> Result<PgServer, String> {
         let bin = server_binaries()?;
         let owner = Owner::for_this_process()?;
         let dir = tempfile::Builder::new()
@@ -88,6 +132,20 @@ impl PgServer {
                 String::from_utf8_lossy(&initdb.stderr)
             ));
         }
+        if tls_port.is_some() {
+            let made = owner
+                .command(Path::new("/bin/sh"), &dir)
+                .args(["-c", CERTIFICATES])
+                .output()
+                .map_err(|e| format!("cannot run openssl: {e}"))?;
+            if !made.status.success() {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(format!(
+                    "making the test certificates failed (is `openssl` installed?): {}",
+                    String::from_utf8_lossy(&made.stderr)
+                ));
+            }
+        }
         let watchdog = owner
             .command(Path::new("/bin/sh"), &dir)
             // A process group of its own: a signal to the tests' group (Ctrl-C, a timeout
@@ -96,6 +154,7 @@ impl PgServer {
             .args(["-c", WATCHDOG, "watchdog"])
             .arg(&bin)
             .arg(&dir)
+            .arg(tls_port.map(|p| p.to_string()).unwrap_or_default())
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -105,6 +164,7 @@ impl PgServer {
             dir,
             pipe: None,
             watchdog,
+            port: tls_port.unwrap_or(5432),
         };
         server.pipe = server.watchdog.stdin.take();
         server.wait_ready(&bin)?;
@@ -118,6 +178,7 @@ impl PgServer {
             let ready = Command::new(bin.join("pg_isready"))
                 .arg("-h")
                 .arg(&self.dir)
+                .args(["-p", &self.port.to_string()])
                 .args(["-U", "postgres", "-d", "postgres", "-q"])
                 .status()
                 .map_err(|e| format!("cannot run pg_isready: {e}"))?;
@@ -142,7 +203,11 @@ impl PgServer {
 
     /// The URL of database `name` on this server.
     pub fn url(&self, name: &str) -> String {
-        format!("postgres://postgres@/{name}?host={}", self.dir.display())
+        format!(
+            "postgres://postgres@/{name}?host={}&port={}",
+            self.dir.display(),
+            self.port
+        )
     }
 
     /// A new, empty database of its own: its URL.

@@ -401,3 +401,31 @@ async fn appending_for_200_sessions_at_once() {
     );
     assert!(elapsed + single < Duration::from_secs(120), "a hang guard");
 }
+
+/// TLS, as libpq's URLs say it, against a server with TLS on (its certificate signed by an
+/// authority made for the test): `sslmode=verify-full` with that authority connects and
+/// works; without it (the system's roots) the connection is refused for the certificate;
+/// `require` against a server without TLS is refused, saying so.
+#[tokio::test]
+async fn tls_checks_the_servers_certificate() {
+    let (server, port) = PgServer::start_tls().unwrap();
+    let ca = server.ca();
+    let base = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+    let url = format!("{base}?sslmode=verify-full&sslrootcert={}", ca.display());
+    let store = replica(&url).await;
+    save(&store, "over-tls", "/w").await;
+    assert_eq!(get(&store, "over-tls").await.id.0.as_ref(), "over-tls");
+    // The same server, its certificate checked against the system's roots: refused.
+    let untrusted = PostgresStore::connect(&format!("{base}?sslmode=require&sslrootcert=system"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(untrusted.contains("certificate"), "{untrusted}");
+    // A server without TLS (the shared one, on its Unix socket): `require` is refused.
+    let plain = PgServer::shared().url("postgres");
+    let refused = PostgresStore::connect(&format!("{plain}&sslmode=require"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("cannot connect"), "{refused}");
+}
