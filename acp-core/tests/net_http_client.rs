@@ -5,7 +5,7 @@
 
 mod net_support;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_core::net::HttpConfig;
@@ -16,7 +16,7 @@ use acp_core::store::{MemoryStore, SessionStore};
 use acp_core::testing::{PermissionPolicy, TestClient};
 use acp_core::{Agent, Prompt, Result, Server, Session};
 use net_support::TOKEN;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Streams the prompt back a word per update; "wait" waits to be cancelled; "tool" asks
 /// permission for a tool call and runs it only if allowed.
@@ -178,6 +178,97 @@ async fn session_load_on_a_second_connection_sees_the_replay() {
     // The loaded session goes on over the same connection.
     let turn = loaded.session.prompt("more").await.unwrap();
     assert_eq!(turn.text(), "more ");
+}
+
+/// One request the server received: its method, connection and session headers, and body.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    connection: Option<String>,
+    session: Option<String>,
+    body: Value,
+}
+
+/// Serves `Worker` behind a layer that records every request, in order.
+async fn serve_recorded() -> (String, Arc<Mutex<Vec<Seen>>>) {
+    use acp_core::net::axum::{self, body::Body, extract::Request, middleware::Next};
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let record = move |request: Request, next: Next| {
+        let log = log.clone();
+        async move {
+            let (parts, body) = request.into_parts();
+            let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+            let header = |name: &str| {
+                let value = parts.headers.get(name)?;
+                Some(value.to_str().unwrap().to_owned())
+            };
+            log.lock().unwrap().push(Seen {
+                method: parts.method.to_string(),
+                connection: header("acp-connection-id"),
+                session: header("acp-session-id"),
+                body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            });
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+    };
+    let router = Server::new(Worker)
+        .no_store()
+        .router(HttpConfig::bearer(TOKEN))
+        .unwrap()
+        .layer(axum::middleware::from_fn(record));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    (format!("http://{addr}/acp"), seen)
+}
+
+#[tokio::test]
+async fn every_request_names_its_connection_and_session_as_the_rfd_says() {
+    let (url, seen) = serve_recorded().await;
+    let client = TestClient::builder().http(&url, TOKEN).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    let id = session.id().to_string();
+    let turn = session.prompt("tool").await.unwrap();
+    assert_eq!(turn.text(), "deleted");
+    drop(session);
+    client.close().await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let posts: Vec<&Seen> = seen.iter().filter(|s| s.method == "POST").collect();
+    // `initialize` opens the connection: no id yet; everything after names it.
+    assert_eq!(posts[0].body["method"], "initialize");
+    assert_eq!(posts[0].connection, None);
+    let connection = seen[1].connection.clone().expect("the stream names it");
+    assert_eq!((seen[1].method.as_str(), &seen[1].session), ("GET", &None));
+    assert!(
+        seen[1..]
+            .iter()
+            .all(|s| s.connection.as_ref() == Some(&connection)),
+        "{seen:#?}"
+    );
+    // The session's stream is opened before the prompt is POSTed.
+    let stream = seen
+        .iter()
+        .position(|s| s.method == "GET" && s.session.as_ref() == Some(&id));
+    let prompt = seen
+        .iter()
+        .position(|s| s.body["method"] == "session/prompt");
+    assert!(stream.unwrap() < prompt.unwrap(), "{seen:#?}");
+    // `session/new` names no session; the prompt, and the answer to the agent's permission
+    // request (which named the session), name it.
+    let new = posts
+        .iter()
+        .find(|s| s.body["method"] == "session/new")
+        .unwrap();
+    assert_eq!(new.session, None);
+    assert_eq!(seen[prompt.unwrap()].session.as_ref(), Some(&id));
+    let answer = posts
+        .iter()
+        .find(|s| s.body["result"]["outcome"].is_object());
+    assert_eq!(answer.unwrap().session.as_ref(), Some(&id), "{seen:#?}");
+    // Closing the client ends the connection.
+    assert_eq!(seen.last().unwrap().method, "DELETE", "{seen:#?}");
 }
 
 #[tokio::test]
