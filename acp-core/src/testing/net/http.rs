@@ -58,7 +58,11 @@ impl TestClientBuilder {
     /// `Acp-Session-Id` when it names a session); what the agent sends arrives on SSE streams,
     /// one for the connection and one per session, each opened as soon as its session id is
     /// known (before `session/load` and `session/resume` are POSTed, so nothing replayed is
-    /// missed). Dropping or [closing](TestClient::close) the client sends DELETE.
+    /// missed). Dropping or [closing](TestClient::close) the client sends DELETE. Before
+    /// handing on the answer to `session/load` (which comes on the connection's stream), the
+    /// client sends the agent one request of its own on the session's stream
+    /// (`_acp_testing/barrier`, answered as an unknown method, never shown to the test), so
+    /// that every replayed update is in first, as over a pipe.
     ///
     /// A refused `initialize` is an error naming the status (`401` for a wrong token). A
     /// later request the server refuses (a non-`2xx` status) is answered in the agent's place
