@@ -1,6 +1,6 @@
 //! A scripted ACP client for agent authors' tests: in process, driving a built agent binary
-//! over real pipes, or (feature `http`) an agent served on the network over WebSocket
-//! (`TestClientBuilder::websocket`).
+//! over real pipes, or (feature `http`) an agent served on the network, over WebSocket
+//! (`TestClientBuilder::websocket`) or Streamable HTTP (`TestClientBuilder::http`).
 //!
 //! [`TestClient`] plays the editor: it answers file-system requests from an in-memory file
 //! system ([`MemoryFs`]), permission requests from a scripted [`PermissionPolicy`], terminal

@@ -1,6 +1,4 @@
-//! The scripted client over the network (features `testing` and `http`): a WebSocket to an
-//! agent served with [`Server::serve_http`](crate::Server::serve_http), bridged to the same
-//! line-based wire the in-process and child-process clients use.
+//! The scripted client over WebSocket: one text message per JSON-RPC line, both ways.
 
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
@@ -8,7 +6,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 
-use super::{TestClient, TestClientBuilder};
+use super::super::{TestClient, TestClientBuilder};
 use crate::{Error, Result};
 
 impl TestClientBuilder {
