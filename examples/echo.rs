@@ -12,7 +12,7 @@
 //! - `read <path>` / `write <path> <text>`: reads or writes a file through the editor;
 //! - `permission`: a tool call that runs only if the user allows it;
 //! - `sleep`: waits until the turn is cancelled;
-//! - `stream <n>`: sends n message chunks;
+//! - `stream <n> [ms]`: sends n message chunks, pausing `ms` milliseconds between them;
 //! - anything else: echoes it back, word by word, under a small plan.
 
 use acp::schema::{
@@ -40,13 +40,22 @@ impl Echo {
                 Ok(StopReason::Cancelled)
             }
             "stream" => {
+                let mut args = rest.split_whitespace().map(str::parse::<u64>);
                 // Not a count: tell the user what works rather than failing the turn.
-                let Ok(n) = rest.trim().parse::<usize>() else {
-                    cx.message("`stream` needs a count, like `stream 3`.")
+                let (Some(Ok(n)), pause, None) = (args.next(), args.next(), args.next()) else {
+                    cx.message("`stream` needs a count and maybe a pause, like `stream 3 100`.")
                         .await?;
                     return Ok(StopReason::EndTurn);
                 };
+                let pause =
+                    std::time::Duration::from_millis(pause.and_then(Result::ok).unwrap_or(0));
                 for i in 0..n {
+                    if i > 0 && !pause.is_zero() {
+                        tokio::select! {
+                            () = tokio::time::sleep(pause) => {}
+                            () = cx.cancelled() => return Ok(StopReason::Cancelled),
+                        }
+                    }
                     cx.message(format!("chunk {i}\n")).await?;
                 }
                 Ok(StopReason::EndTurn)

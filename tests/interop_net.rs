@@ -24,6 +24,9 @@ interop_scenarios!(NET;
     http_turn_v2,
     websocket_refused_without_token,
     http_status_codes,
+    websocket_permission_and_cancel,
+    http_load_and_resume,
+    websocket_dropped_mid_turn,
 );
 
 /// `--listen` without `$ACP_TOKEN`: the example refuses to listen, says why on stderr (never

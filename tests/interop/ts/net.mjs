@@ -41,6 +41,7 @@ function freePort() {
 class NetAgent {
   constructor(binary, validator, dataDir) {
     this.binary = binary;
+    this.validator = validator;
     this.tap = new FrameTap(validator);
     this.dataDir = dataDir;
     this.log = "";
@@ -71,6 +72,18 @@ class NetAgent {
 
   stderr() {
     return this.log;
+  }
+
+  /**
+   * One more connection to this agent, its frames checked by a tap of its own (JSON-RPC ids
+   * are per connection), reported as `name`.
+   */
+  connection(fx, name) {
+    const view = Object.create(this);
+    view.tap = new FrameTap(this.validator);
+    view.name = name;
+    fx.agents.push(view);
+    return view;
   }
 
   /** `stream` with every message both ways recorded (and the agent's validated) by the tap. */
@@ -276,6 +289,129 @@ scenario("http_status_codes", "the transport RFD's status codes and headers on t
   c.equal(r.status, 202, "DELETE ends the connection");
   r = await fetch(url, { method: "DELETE", headers: conn });
   c.equal(r.status, 404, "the ended connection's id is unknown");
+});
+
+/** A v1 client app over `stream`; `body(ctx, updates)` runs after `initialize`. */
+async function withClient(fx, stream, what, body, permission = "allow_once") {
+  const updates = [];
+  const app = acp.client({ name: "acp-interop-net" });
+  app.onNotification("session/update", ({ params }) => updates.push(params));
+  app.onRequest("session/request_permission", ({ params }) => {
+    const option = params.options.find((o) => o.kind === permission);
+    return { outcome: { outcome: "selected", optionId: option.optionId } };
+  });
+  await app.connectWith(stream, async (ctx) => {
+    await withTimeout(ctx.request("initialize", { protocolVersion: 1, clientInfo: { name: "acp-interop-net", version: "0.0.0" } }), WAIT_MS, `${what}: initialize`);
+    await body(ctx, updates);
+  });
+}
+
+/** The text of the agent's message chunks of `session` among `updates`. */
+function agentText(updates, session) {
+  return updates
+    .filter((u) => u.sessionId === session && u.update.sessionUpdate === "agent_message_chunk")
+    .map((u) => u.update.content?.text ?? "")
+    .join("");
+}
+
+function chunks(n) {
+  return Array.from({ length: n }, (_, i) => `chunk ${i}\n`).join("");
+}
+
+scenario("websocket_permission_and_cancel", "over WebSocket: a tool call's permission request answered by the SDK's client (allowed, then rejected), and a turn cancelled with session/cancel", async ({ fx, c }) => {
+  const agent = await fx.agent();
+  const ws = (conn) => conn.tapped(createWebSocketStream(agent.url.replace("http://", "ws://"), { WebSocket, headers: AUTH }));
+  for (const [permission, expected] of [["allow_once", "allowed"], ["reject_once", "rejected"]]) {
+    const conn = agent.connection(fx, permission);
+    await withClient(fx, ws(conn), `WebSocket ${permission}`, async (ctx, updates) => {
+      const { sessionId } = await ctx.request("session/new", { cwd: fx.dataDir, mcpServers: [] });
+      const answer = await withTimeout(ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "permission" }] }), WAIT_MS, "permission turn");
+      c.equal(answer.stopReason, "end_turn", `${permission}: stopReason`);
+      const asked = conn.tap.agentFrames().filter((f) => f.msg?.method === "session/request_permission" && f.msg.params.sessionId === sessionId);
+      c.equal(asked.length, 1, `${permission}: one permission request`);
+      const statuses = updates.filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === "tool_call_update").map((u) => u.update.status);
+      c.check(statuses.includes(expected === "allowed" ? "completed" : "failed"), `${permission}: the tool call ends ${expected === "allowed" ? "completed" : "failed"} (${statuses})`);
+      c.equal(agentText(updates, sessionId), expected, `${permission}: the agent's message`);
+    }, permission);
+  }
+  await withClient(fx, ws(agent.connection(fx, "cancel")), "WebSocket cancel", async (ctx, updates) => {
+    const { sessionId } = await ctx.request("session/new", { cwd: fx.dataDir, mcpServers: [] });
+    const turn = ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "sleep" }] });
+    const deadline = Date.now() + WAIT_MS;
+    while (!agentText(updates, sessionId).includes("sleeping")) {
+      if (Date.now() > deadline) throw new ScenarioFailure("the turn did not start");
+      await sleep(10);
+    }
+    await ctx.notify("session/cancel", { sessionId });
+    const answer = await withTimeout(turn, WAIT_MS, "the cancelled turn's answer");
+    c.equal(answer.stopReason, "cancelled", "stopReason after session/cancel");
+  });
+});
+
+scenario("http_load_and_resume", "over Streamable HTTP: a session recorded on one connection is loaded (its conversation replayed) and resumed on new connections, and goes on", async ({ fx, c }) => {
+  const agent = await fx.agent();
+  const http = (name) => agent.connection(fx, name).tapped(createHttpStream(agent.url, { headers: AUTH }));
+  let sessionId;
+  await withClient(fx, http("first"), "HTTP first connection", async (ctx) => {
+    ({ sessionId } = await ctx.request("session/new", { cwd: fx.dataDir, mcpServers: [] }));
+    const answer = await withTimeout(ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "stream 3" }] }), WAIT_MS, "the first turn");
+    c.equal(answer.stopReason, "end_turn", "the first turn");
+  });
+  await withClient(fx, http("load"), "HTTP load", async (ctx, updates) => {
+    await withTimeout(ctx.request("session/load", { sessionId, cwd: fx.dataDir, mcpServers: [] }), WAIT_MS, "session/load");
+    const deadline = Date.now() + WAIT_MS;
+    while (agentText(updates, sessionId) !== chunks(3) && Date.now() < deadline) await sleep(10);
+    c.equal(agentText(updates, sessionId), chunks(3), "session/load replays the first turn's chunks");
+    const user = updates.filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === "user_message_chunk").map((u) => u.update.content?.text).join("");
+    c.equal(user, "stream 3", "session/load replays the user's prompt");
+  });
+  await withClient(fx, http("resume"), "HTTP resume", async (ctx, updates) => {
+    await withTimeout(ctx.request("session/resume", { sessionId, cwd: fx.dataDir, mcpServers: [] }), WAIT_MS, "session/resume");
+    c.equal(agentText(updates, sessionId), "", "session/resume replays nothing");
+    const answer = await withTimeout(ctx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "stream 2" }] }), WAIT_MS, "a turn on the resumed session");
+    c.equal(answer.stopReason, "end_turn", "the resumed session's turn");
+    c.equal(agentText(updates, sessionId), chunks(2), "the resumed session's chunks");
+  });
+});
+
+scenario("websocket_dropped_mid_turn", "a socket dropped mid-turn: the turn goes on, and the client that reconnects and loads the session gets every chunk of it", async ({ fx, c }) => {
+  const agent = await fx.agent();
+  const n = 40;
+  // A raw socket, dropped without a close frame once the turn has started.
+  const raw = new WebSocket(agent.url.replace("http://", "ws://"), { headers: AUTH });
+  const lines = [];
+  raw.on("message", (data) => {
+    agent.tap.recordLine("agent", data.toString("utf8"));
+    lines.push(JSON.parse(data.toString("utf8")));
+  });
+  await new Promise((resolve, reject) => { raw.on("open", resolve); raw.on("error", reject); });
+  const send = (msg) => { agent.tap.recordLine("client", JSON.stringify(msg)); raw.send(JSON.stringify(msg)); };
+  const answered = async (id) => {
+    const deadline = Date.now() + WAIT_MS;
+    for (;;) {
+      const found = lines.find((m) => m.id === id && !m.method);
+      if (found) return found;
+      if (Date.now() > deadline) throw new ScenarioFailure(`no answer to request ${id}`);
+      await sleep(10);
+    }
+  };
+  send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1 } });
+  await answered(1);
+  send({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd: fx.dataDir, mcpServers: [] } });
+  const sessionId = (await answered(2)).result.sessionId;
+  send({ jsonrpc: "2.0", id: 3, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: `stream ${n} 25` }] } });
+  const deadline = Date.now() + WAIT_MS;
+  while (!lines.some((m) => m.method === "session/update" && m.params.update.sessionUpdate === "agent_message_chunk")) {
+    if (Date.now() > deadline) throw new ScenarioFailure("the turn did not start");
+    await sleep(5);
+  }
+  raw.terminate();
+  c.check(!lines.some((m) => m.id === 3), "the socket dropped before the turn's answer");
+  const again = agent.connection(fx, "reconnected");
+  await withClient(fx, again.tapped(createWebSocketStream(agent.url.replace("http://", "ws://"), { WebSocket, headers: AUTH })), "WebSocket reconnect", async (ctx, updates) => {
+    await withTimeout(ctx.request("session/load", { sessionId, cwd: fx.dataDir, mcpServers: [] }), WAIT_MS, "session/load after the drop");
+    c.equal(agentText(updates, sessionId), chunks(n), "the reload replays every chunk of the turn that went on without its client");
+  });
 });
 
 runCli({
