@@ -95,6 +95,10 @@ pub(crate) struct Connection {
     pub lease_holder: String,
     /// How long a lease lasts unless renewed ([`Server::session_lease`](crate::Server::session_lease)).
     pub lease_ttl: std::time::Duration,
+    /// The user this connection serves (the network service's, see `net::HttpConfig`): its
+    /// new sessions are stamped with it, and it sees only its own sessions of the store;
+    /// `None` (stdio, one bearer token): every session of the store.
+    pub user: Option<String>,
 }
 
 impl Connection {
@@ -115,6 +119,7 @@ impl Connection {
                 super::registry::process_unique("conn", &NEXT)
             },
             lease_ttl: DEFAULT_LEASE_TTL,
+            user: None,
         }
     }
 
