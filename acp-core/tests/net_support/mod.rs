@@ -81,7 +81,12 @@ pub struct WsClient {
 
 impl WsClient {
     pub async fn connect(url: &str) -> WsClient {
-        let (ws, _) = ws_connect(url, &[("authorization", &bearer())])
+        WsClient::connect_with(url, &[("authorization", &bearer())]).await
+    }
+
+    /// A client sending these headers with its upgrade (its credentials).
+    pub async fn connect_with(url: &str, headers: &[(&str, &str)]) -> WsClient {
+        let (ws, _) = ws_connect(url, headers)
             .await
             .expect("a good client gets in");
         WsClient { ws, next_id: 0 }
@@ -187,13 +192,25 @@ pub struct Sse {
 
 impl Sse {
     pub async fn open(url: &str, connection: &str, session: Option<&str>) -> Sse {
+        Sse::open_with(url, connection, session, &[("authorization", &bearer())]).await
+    }
+
+    /// A stream opened with these headers (its credentials).
+    pub async fn open_with(
+        url: &str,
+        connection: &str,
+        session: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Sse {
         let mut request = http()
             .get(url)
-            .header("authorization", bearer())
             .header("accept", "text/event-stream")
             .header("acp-connection-id", connection);
         if let Some(session) = session {
             request = request.header("acp-session-id", session);
+        }
+        for (k, v) in headers {
+            request = request.header(*k, *v);
         }
         let response = request.send().await.unwrap();
         assert_eq!(response.status(), 200);
