@@ -78,7 +78,7 @@ async fn another_users_session_is_unknown_to_a_client_and_its_owner_finds_it() {
     let mut bob = WsClient::connect_with(&url, &[("authorization", BOB)]).await;
     let his = bob.open_session().await;
     let (list, _) = bob.request("session/list", json!({})).await;
-    assert_eq!(listed(&list), [his.clone()], "bob lists his own only");
+    assert_eq!(listed(&list), [his.as_str()], "bob lists his own only");
     for method in ["session/load", "session/resume"] {
         let (answer, before) = bob.request(method, reopen(&theirs)).await;
         assert_eq!(answer["error"]["code"], -32002, "{method}: {answer}");
@@ -109,7 +109,7 @@ async fn another_users_session_is_unknown_to_a_client_and_its_owner_finds_it() {
         .await;
     assert!(init.get("result").is_some(), "{init}");
     let (list, _) = alice.request("session/list", json!({})).await;
-    assert_eq!(listed(&list), [theirs.clone()]);
+    assert_eq!(listed(&list), [theirs.as_str()]);
     let (loaded, replayed) = alice.request("session/load", reopen(&theirs)).await;
     assert!(loaded.get("result").is_some(), "{loaded}");
     let texts: Vec<&str> = replayed

@@ -4,7 +4,6 @@
 //! task is idle, so "nothing arrived while the gate was closed" is certain, not timed.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -53,7 +53,7 @@ pub async fn list_filters_on_owner_and_pages_exactly_under_the_filter(store: Sto
         1 => Some("bob"),
         _ => None,
     };
-    let cwd_of = |i: usize| if i % 2 == 0 { "/even" } else { "/odd" };
+    let cwd_of = |i: usize| if i.is_multiple_of(2) { "/even" } else { "/odd" };
     let mut newest_first: Vec<(String, usize)> = Vec::new();
     for i in 0..40 {
         let id = format!("s{i:02}");
@@ -94,8 +94,8 @@ pub async fn list_filters_on_owner_and_pages_exactly_under_the_filter(store: Sto
 }
 
 pub async fn an_owners_listing_is_stable_under_concurrent_changes(store: Store) {
-    for i in 0..12 {
-        let owner = if i % 2 == 0 { "alice" } else { "bob" };
+    for i in 0..12usize {
+        let owner = if i.is_multiple_of(2) { "alice" } else { "bob" };
         save_owned(&store, &format!("s{i:02}"), "/p", Some(owner)).await;
     }
     let alice = ListFilter::all().owner("alice");
