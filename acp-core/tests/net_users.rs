@@ -33,11 +33,17 @@ impl Agent for Recorded {
 /// its `/acp` URL and the store.
 async fn start_recorded(config: HttpConfig) -> (String, MemoryStore) {
     let store = MemoryStore::new();
+    (serve_on(config, store.clone()).await, store)
+}
+
+/// Serves `Recorded` with `config` on a free loopback port, recording into `store` (a
+/// replica, when another server shares it): its `/acp` URL.
+async fn serve_on(config: HttpConfig, store: MemoryStore) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let server = Server::new(Recorded).store(store.clone());
+    let server = Server::new(Recorded).store(store);
     tokio::spawn(server.serve_http_on(listener, config));
-    (format!("http://{addr}/acp"), store)
+    format!("http://{addr}/acp")
 }
 
 fn two_users() -> HttpConfig {
@@ -117,6 +123,26 @@ async fn another_users_session_is_unknown_to_a_client_and_its_owner_finds_it() {
         .filter_map(|m| m["params"]["update"]["content"]["text"].as_str())
         .collect();
     assert_eq!(texts, ["the secret plan", "echo: the secret plan"]);
+}
+
+#[tokio::test]
+async fn every_replica_lists_a_users_sessions_and_only_theirs() {
+    let store = MemoryStore::new();
+    let a = serve_on(two_users(), store.clone()).await;
+    let b = serve_on(two_users(), store).await;
+    let mut alice = WsClient::connect_with(&a, &[("authorization", ALICE)]).await;
+    let hers = alice.open_session().await;
+    let mut bob = WsClient::connect_with(&a, &[("authorization", BOB)]).await;
+    let his = bob.open_session().await;
+    for (auth, own) in [(ALICE, &hers), (BOB, &his)] {
+        let mut elsewhere = WsClient::connect_with(&b, &[("authorization", auth)]).await;
+        let (init, _) = elsewhere
+            .request("initialize", json!({"protocolVersion": 1}))
+            .await;
+        assert!(init.get("result").is_some(), "{init}");
+        let (list, _) = elsewhere.request("session/list", json!({})).await;
+        assert_eq!(listed(&list), [own.as_str()], "{auth}");
+    }
 }
 
 #[tokio::test]
