@@ -126,6 +126,26 @@ async fn another_users_session_is_unknown_to_a_client_and_its_owner_finds_it() {
 }
 
 #[tokio::test]
+async fn over_v2_too_another_users_session_is_unknown() {
+    let (url, _store) = start_recorded(two_users()).await;
+    let mut alice = WsClient::connect_with(&url, &[("authorization", ALICE)]).await;
+    let theirs = alice.open_session().await;
+    let mut bob = WsClient::connect_with(&url, &[("authorization", BOB)]).await;
+    let params =
+        json!({"protocolVersion": 2, "info": {"name": "t", "version": "1"}, "capabilities": {}});
+    let (init, _) = bob.request("initialize", params).await;
+    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    let (list, _) = bob.request("session/list", json!({})).await;
+    assert!(listed(&list).is_empty(), "{list}");
+    let resume = |id: &str| json!({"sessionId": id, "cwd": "/tmp", "mcpServers": [], "replayFrom": {"type": "start"}});
+    let (answer, before) = bob.request("session/resume", resume(&theirs)).await;
+    assert_eq!(answer["error"]["code"], -32002, "{answer}");
+    assert!(before.is_empty(), "nothing replayed: {before:?}");
+    let (unknown, _) = bob.request("session/resume", resume(MADE_UP)).await;
+    assert_eq!(shape(&answer, &theirs), shape(&unknown, MADE_UP));
+}
+
+#[tokio::test]
 async fn every_replica_lists_a_users_sessions_and_only_theirs() {
     let store = MemoryStore::new();
     let a = serve_on(two_users(), store.clone()).await;
