@@ -322,7 +322,7 @@ impl<A: Agent> Server<A> {
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        self.into_shared().serve(reader, writer).await
+        self.into_shared().serve(reader, writer, None).await
     }
 
     /// What every connection of this server shares (the network serves many).
@@ -410,8 +410,9 @@ impl<A: Agent> Shared<A> {
         self.store.clone()
     }
 
-    /// Serves one connection over a byte stream pair: see [`serve`].
-    pub(crate) async fn serve<R, W>(&self, reader: R, writer: W) -> Result<()>
+    /// Serves one connection over a byte stream pair, for `user` if the network service
+    /// named one (see `Connection::user`): see [`serve`].
+    pub(crate) async fn serve<R, W>(&self, reader: R, writer: W, user: Option<String>) -> Result<()>
     where
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -454,6 +455,7 @@ impl<A: Agent> Shared<A> {
         conn.local_fallback = local_fallback;
         conn.local_files = local_files;
         conn.lease_ttl = lease_ttl.unwrap_or(crate::session::DEFAULT_LEASE_TTL);
+        conn.user = user;
         let conn = Arc::new(conn);
         conn.extensions.insert(settings.clone());
         conn.extensions.insert(McpConfig {

@@ -4,12 +4,13 @@
 //! task is idle, so "nothing arrived while the gate was closed" is certain, not timed.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use acp_core::schema::{SessionId, SessionUpdate, StopReason};
-use acp_core::store::{Batch, Cursor, MemoryStore, Page, Record, SessionStore, StoredSession};
+use acp_core::store::{
+    Batch, Cursor, ListFilter, MemoryStore, Page, Record, SessionStore, StoredSession,
+};
 use acp_core::testing::{Direction, TestClient};
 use acp_core::{Agent, Prompt, Result, Server, Session};
 use futures_util::future::BoxFuture;
@@ -58,11 +59,11 @@ impl SessionStore for GatedStore {
     }
     fn list<'a>(
         &'a self,
-        cwd: Option<&'a Path>,
+        filter: ListFilter<'a>,
         cursor: Option<&'a str>,
         limit: usize,
     ) -> BoxFuture<'a, Result<Page>> {
-        self.inner.list(cwd, cursor, limit)
+        self.inner.list(filter, cursor, limit)
     }
     fn delete<'a>(&'a self, id: &'a SessionId) -> BoxFuture<'a, Result<()>> {
         self.inner.delete(id)

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use acp_core::Error;
 use acp_core::schema::SessionId;
-use acp_core::store::{Batch, Cursor, Record, SessionStore, StoredSession};
+use acp_core::store::{Batch, Cursor, ListFilter, Record, SessionStore, StoredSession};
 use serde_json::json;
 
 type Store = Arc<dyn SessionStore>;
@@ -57,11 +57,14 @@ macro_rules! contract {
 
 #[cfg(feature = "postgres")]
 mod pg_support;
+/// A session's owner: kept, and listed by.
+mod store_owner;
 /// What only the PostgreSQL store promises: replicas sharing one database, leases.
 #[cfg(feature = "postgres")]
 mod store_pg;
 /// `$ACP_DATABASE_URL`: the store of an agent that chose none, in a child process.
 mod store_url;
+use store_owner::*;
 
 contract!(
     save_creates_then_updates_keeping_created_at_and_moving_updated_at,
@@ -78,6 +81,9 @@ contract!(
     a_batch_appends_what_append_does,
     batches_of_several_sessions_append_each_in_order_and_skip_unknown_ones,
     records_read_a_page_at_a_time_are_all_the_records_in_order,
+    the_owner_is_kept_from_the_first_save,
+    list_filters_on_owner_and_pages_exactly_under_the_filter,
+    an_owners_listing_is_stable_under_concurrent_changes,
 );
 
 fn sid(id: &str) -> SessionId {
@@ -113,13 +119,20 @@ async fn get(store: &Store, id: &str) -> StoredSession {
 
 /// Every page of a listing, following `next_cursor`, as one list of ids.
 async fn list_all(store: &Store, cwd: Option<&str>, limit: usize) -> Vec<String> {
+    let filter = match cwd {
+        Some(cwd) => ListFilter::all().cwd(Path::new(cwd)),
+        None => ListFilter::all(),
+    };
+    list_filtered(store, filter, limit).await
+}
+
+/// Every page of a listing through `filter`, following `next_cursor`, as one list of ids;
+/// every page but the last is full.
+async fn list_filtered(store: &Store, filter: ListFilter<'_>, limit: usize) -> Vec<String> {
     let mut ids = Vec::new();
     let mut cursor = None;
     for _ in 0..10_000 {
-        let page = store
-            .list(cwd.map(Path::new), cursor.as_deref(), limit)
-            .await
-            .unwrap();
+        let page = store.list(filter, cursor.as_deref(), limit).await.unwrap();
         assert!(page.sessions.len() <= limit.max(1));
         if page.next_cursor.is_some() {
             assert_eq!(
@@ -300,7 +313,7 @@ async fn batches_of_several_sessions_append_each_in_order_and_skip_unknown_ones(
         get(&store, "a").await.updated_at > before,
         "appending touches the session"
     );
-    let first = store.list(None, None, 1).await.unwrap();
+    let first = store.list(ListFilter::all(), None, 1).await.unwrap();
     assert_eq!(
         first.sessions[0].id,
         sid("a"),
@@ -394,14 +407,14 @@ async fn records_after_a_cursor_are_the_ones_after_it(store: Store) {
 }
 
 async fn list_is_newest_first_and_filters_on_cwd(store: Store) {
-    let empty = store.list(None, None, 10).await.unwrap();
+    let empty = store.list(ListFilter::all(), None, 10).await.unwrap();
     assert!(empty.sessions.is_empty() && empty.next_cursor.is_none());
     save(&store, "s1", "/p").await;
     save(&store, "s2", "/q").await;
     save(&store, "s3", "/p").await;
     store.append(&sid("s1"), &[chunk("later")]).await.unwrap();
 
-    let page = store.list(None, None, 10).await.unwrap();
+    let page = store.list(ListFilter::all(), None, 10).await.unwrap();
     let ids: Vec<_> = page.sessions.iter().map(|s| s.id.0.as_ref()).collect();
     assert_eq!(ids, ["s1", "s3", "s2"]);
     assert_eq!(page.next_cursor, None);
@@ -448,7 +461,7 @@ async fn pagination_is_stable_under_concurrent_changes(store: Store) {
     for i in 0..20 {
         save(&store, &format!("s{i:02}"), "/p").await;
     }
-    let first = store.list(None, None, 5).await.unwrap();
+    let first = store.list(ListFilter::all(), None, 5).await.unwrap();
     let mut seen: Vec<String> = first.sessions.iter().map(|s| s.id.0.to_string()).collect();
     assert_eq!(seen, ["s19", "s18", "s17", "s16", "s15"]);
 
@@ -464,7 +477,7 @@ async fn pagination_is_stable_under_concurrent_changes(store: Store) {
 
     let mut cursor = first.next_cursor;
     while let Some(c) = cursor {
-        let page = store.list(None, Some(&c), 5).await.unwrap();
+        let page = store.list(ListFilter::all(), Some(&c), 5).await.unwrap();
         for s in &page.sessions {
             if s.id.0.as_ref() == "s05" {
                 assert_eq!(s.title.as_deref(), Some("renamed"), "metadata is current");
@@ -493,21 +506,24 @@ async fn a_malformed_list_cursor_is_invalid_params(store: Store) {
     for i in 0..3 {
         save(&store, &format!("s{i}"), "/p").await;
     }
-    let page = store.list(None, None, 1).await.unwrap();
+    let page = store.list(ListFilter::all(), None, 1).await.unwrap();
     let good = page.next_cursor.unwrap();
     let mut tampered = good.clone().into_bytes();
     *tampered.last_mut().unwrap() = b'g';
     let tampered = String::from_utf8(tampered).unwrap();
     let longer = format!("{good}0");
     for bad in ["", "garbage", "eyJwYWdlIjogMn0=", "0", &tampered, &longer] {
-        match store.list(None, Some(bad), 10).await {
+        match store.list(ListFilter::all(), Some(bad), 10).await {
             Err(Error::InvalidParams(message)) => assert!(message.contains("cursor"), "{message}"),
             other => panic!("{bad:?}: {other:?}"),
         }
     }
     // The good one still works, also once the session it stopped at is gone.
     store.delete(&sid("s2")).await.unwrap();
-    let rest = store.list(None, Some(&good), 10).await.unwrap();
+    let rest = store
+        .list(ListFilter::all(), Some(&good), 10)
+        .await
+        .unwrap();
     let ids: Vec<_> = rest.sessions.iter().map(|s| s.id.0.as_ref()).collect();
     assert_eq!(ids, ["s1", "s0"]);
 }
@@ -650,7 +666,7 @@ mod sqlite_only {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use acp_core::store::{Batch, Record, SqliteStore, StoredSession};
+    use acp_core::store::{Batch, ListFilter, Record, SqliteStore, StoredSession};
 
     use super::{Store, chunk, ended, get, list_all, save, sid, strictly_increasing};
 
@@ -788,8 +804,12 @@ mod sqlite_only {
             after,
             vec![(2, ended()), (3, chunk("two")), (4, chunk("three"))]
         );
-        let listed = store.list(None, None, 10).await.unwrap();
+        let listed = store.list(ListFilter::all(), None, 10).await.unwrap();
         assert_eq!(listed.sessions[0].title.as_deref(), Some("Old one"));
+        // Sessions from before owners (version 4) have none: nobody's listing shows them.
+        assert_eq!(listed.sessions[0].owner, None);
+        let alices = store.list(ListFilter::all().owner("alice"), None, 10);
+        assert!(alices.await.unwrap().sessions.is_empty());
     }
 
     /// Past 32 Ki rows, a store moves its index of rows by session into sorted runs: the
@@ -1230,7 +1250,7 @@ mod sqlite_only {
             store.save_session(&session).await.unwrap();
         }
         let started = Instant::now();
-        let one_page = store.list(None, None, 1000).await.unwrap();
+        let one_page = store.list(ListFilter::all(), None, 1000).await.unwrap();
         let one_page_time = started.elapsed();
         assert_eq!(one_page.sessions.len(), 1000);
 
@@ -1245,7 +1265,7 @@ mod sqlite_only {
         assert_eq!(filtered.len(), 100);
 
         // Pages after 100 of the sessions were touched since the first page.
-        let first = store.list(None, None, 50).await.unwrap();
+        let first = store.list(ListFilter::all(), None, 50).await.unwrap();
         for i in (0..1000).step_by(10) {
             store
                 .append(&sid(&format!("sess_{i:04}")), &[chunk("x")])
@@ -1256,7 +1276,7 @@ mod sqlite_only {
         let mut cursor = first.next_cursor;
         let mut count = first.sessions.len();
         while let Some(c) = cursor {
-            let page = store.list(None, Some(&c), 50).await.unwrap();
+            let page = store.list(ListFilter::all(), Some(&c), 50).await.unwrap();
             count += page.sessions.len();
             cursor = page.next_cursor;
         }

@@ -9,9 +9,12 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf};
 use tokio::sync::OwnedSemaphorePermit;
 
-/// Starts one `serve` over the two pipes (input, output); ends when the connection does.
+/// Starts one `serve` over the two pipes (input, output) for the connection's user (if the
+/// service names users); ends when the connection does.
 pub(crate) type ServeFn = Arc<
-    dyn Fn(DuplexStream, DuplexStream) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync,
+    dyn Fn(DuplexStream, DuplexStream, Option<String>) -> Pin<Box<dyn Future<Output = ()> + Send>>
+        + Send
+        + Sync,
 >;
 
 /// How many bytes each direction's pipe holds before the writer waits.
@@ -60,12 +63,13 @@ impl Lines {
     }
 }
 
-/// Starts the connection's runtime; `permit` (its place among the connections allowed) is
-/// released when the runtime has ended, its turns answered and its sessions freed.
-pub(crate) fn start(serve: &ServeFn, permit: OwnedSemaphorePermit) -> Bridge {
+/// Starts the connection's runtime for `user`; `permit` (its place among the connections
+/// allowed) is released when the runtime has ended, its turns answered and its sessions
+/// freed.
+pub(crate) fn start(serve: &ServeFn, permit: OwnedSemaphorePermit, user: Option<String>) -> Bridge {
     let (input, agent_in) = tokio::io::duplex(PIPE_BYTES);
     let (agent_out, output) = tokio::io::duplex(PIPE_BYTES);
-    let running = serve(agent_in, agent_out);
+    let running = serve(agent_in, agent_out, user);
     tokio::spawn(async move {
         running.await;
         drop(permit);

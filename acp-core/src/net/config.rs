@@ -1,5 +1,6 @@
-//! [`HttpConfig`]: who may connect (a bearer token or the host's own check, the browser
-//! origins to trust) and the limits of the network service (bodies, connections, idle time).
+//! [`HttpConfig`]: who may connect and as which user (a bearer token, one per user, or the
+//! host's own check; the browser origins to trust) and the limits of the network service
+//! (bodies, connections, idle time).
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,21 +16,34 @@ pub const TOKEN_VAR: &str = "ACP_TOKEN";
 /// The host's own admission check (see [`HttpConfig::check`]).
 type Check = Arc<dyn Fn(&Parts) -> bool + Send + Sync>;
 
-/// How a request proves it may use the agent.
+/// The host's own check naming the user (see [`HttpConfig::users`]).
+type Users = Arc<dyn Fn(&Parts) -> Option<String> + Send + Sync>;
+
+/// How a request proves it may use the agent, and as whom.
 #[derive(Clone)]
 pub(crate) enum Auth {
-    /// `Authorization: Bearer <token>`, compared in constant time.
+    /// `Authorization: Bearer <token>`, compared in constant time; no user.
     Bearer(Arc<[u8]>),
-    /// The host's check, given the request's method, URI and headers.
+    /// One bearer token per user: `(user, token)`, each compared in constant time.
+    Tokens(Arc<[(String, Box<[u8]>)]>),
+    /// The host's check, given the request's method, URI and headers; no user.
     Check(Check),
+    /// The host's check, naming the user.
+    Users(Users),
 }
+
+/// Who an admitted request is: the user the network service serves it as (`None`: no user,
+/// every session of the store is its). Put in the request's extensions by the guard.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct User(pub Option<String>);
 
 /// The security and limits of the network service ([`Server::router`],
 /// [`Server::serve_http`]).
 ///
 /// There is no default: every request must prove itself, either with a bearer token
-/// ([`HttpConfig::bearer`], [`HttpConfig::from_env`]) or with a check the host provides
-/// ([`HttpConfig::check`], e.g. a session cookie of the host's own login). The checks run
+/// ([`HttpConfig::bearer`], [`HttpConfig::from_env`]; one per user:
+/// [`HttpConfig::bearer_tokens`]) or with a check the host provides ([`HttpConfig::check`],
+/// [`HttpConfig::users`], e.g. a session cookie of the host's own login). The checks run
 /// before anything else, the WebSocket upgrade and `initialize` included:
 ///
 /// - a request with an `Origin` header not in [`allow_origin`](HttpConfig::allow_origin)'s
@@ -45,6 +59,23 @@ pub(crate) enum Auth {
 ///   socket that sends no request within [`header_timeout`](HttpConfig::header_timeout)
 ///   closed.
 ///
+/// # Users
+///
+/// With [`bearer_tokens`](HttpConfig::bearer_tokens) or [`users`](HttpConfig::users), each
+/// request is some user's, and a client only ever sees its user's connections and sessions:
+///
+/// - a connection belongs to the user (and the `Authorization`) that opened it: another's
+///   `Acp-Connection-Id` is `404`, as an id nobody was given is;
+/// - `session/new` records the session as the user's ([`StoredSession::owner`]);
+///   `session/list` lists the user's sessions only, on every replica sharing the store;
+/// - `session/load` and `session/resume` of another user's session are `-32002`, the error
+///   of a session that does not exist, and `session/delete` of one does nothing (as for an
+///   unknown session): nothing tells a client that another's session exists.
+///
+/// With one token ([`bearer`](HttpConfig::bearer)) or a yes/no [`check`](HttpConfig::check)
+/// there is one user, who sees every session of the store (those recorded over stdio
+/// too); so does stdio.
+///
 /// ```
 /// # use std::time::Duration;
 /// let config = acp_core::net::HttpConfig::bearer("s3cret-token")
@@ -57,6 +88,7 @@ pub(crate) enum Auth {
 ///
 /// [`Server::router`]: crate::Server::router
 /// [`Server::serve_http`]: crate::Server::serve_http
+/// [`StoredSession::owner`]: crate::store::StoredSession::owner
 #[derive(Clone)]
 pub struct HttpConfig {
     pub(crate) auth: Auth,
@@ -71,7 +103,9 @@ impl fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let auth = match self.auth {
             Auth::Bearer(_) => "bearer token",
+            Auth::Tokens(_) => "bearer token per user",
             Auth::Check(_) => "host check",
+            Auth::Users(_) => "host check naming users",
         };
         f.debug_struct("HttpConfig")
             .field("auth", &auth)
@@ -86,7 +120,8 @@ impl fmt::Debug for HttpConfig {
 
 impl HttpConfig {
     /// Requests must carry `Authorization: Bearer <token>`. An empty token is refused when
-    /// the service is built ([`Server::router`](crate::Server::router)).
+    /// the service is built ([`Server::router`](crate::Server::router)). Everyone with the
+    /// token is the same user, who sees every session (see [Users](HttpConfig#users)).
     pub fn bearer(token: impl Into<String>) -> Self {
         Self::with(Auth::Bearer(token.into().into_bytes().into()))
     }
@@ -109,6 +144,50 @@ impl HttpConfig {
     /// by an authenticating proxy). The Origin check and the limits still apply.
     pub fn check(check: impl Fn(&Parts) -> bool + Send + Sync + 'static) -> Self {
         Self::with(Auth::Check(Arc::new(check)))
+    }
+
+    /// One bearer token per user: a request with `Authorization: Bearer <token>` is the
+    /// user of that token (a user may have several, e.g. while one is replaced), and sees
+    /// only that user's connections and sessions (see [Users](HttpConfig#users)). Each token
+    /// is compared in constant time, all of them for every request. No token, an empty one,
+    /// or one given to two users is refused when the service is built
+    /// ([`Server::router`](crate::Server::router)).
+    ///
+    /// ```
+    /// let config = acp_core::net::HttpConfig::bearer_tokens([
+    ///     ("alice", "a-long-random-secret-of-alice"),
+    ///     ("bob", "a-long-random-secret-of-bob"),
+    /// ]);
+    /// # let _ = config;
+    /// ```
+    pub fn bearer_tokens<U, T>(tokens: impl IntoIterator<Item = (U, T)>) -> Self
+    where
+        U: Into<String>,
+        T: Into<String>,
+    {
+        let tokens = tokens
+            .into_iter()
+            .map(|(user, token)| (user.into(), token.into().into_bytes().into_boxed_slice()))
+            .collect();
+        Self::with(Auth::Tokens(tokens))
+    }
+
+    /// The host decides who gets in and as which user: `users` sees each request's method,
+    /// URI and headers (before its body) and names its user, or returns `None`: `401`. The
+    /// client then sees only that user's connections and sessions (see
+    /// [Users](HttpConfig#users)). For a host with its own authentication (a session cookie,
+    /// a header set by an authenticating proxy). The Origin check and the limits still apply.
+    ///
+    /// ```
+    /// // Behind a proxy that authenticates users and says who they are.
+    /// let config = acp_core::net::HttpConfig::users(|parts| {
+    ///     let user = parts.headers.get("x-authenticated-user")?;
+    ///     Some(user.to_str().ok()?.to_owned())
+    /// });
+    /// # let _ = config;
+    /// ```
+    pub fn users(users: impl Fn(&Parts) -> Option<String> + Send + Sync + 'static) -> Self {
+        Self::with(Auth::Users(Arc::new(users)))
     }
 
     fn with(auth: Auth) -> Self {
@@ -160,25 +239,66 @@ impl HttpConfig {
 
     /// Refuses a configuration that would let anyone in.
     pub(crate) fn validate(&self) -> Result<()> {
+        let empty = |token: &[u8]| token.iter().all(u8::is_ascii_whitespace);
         match &self.auth {
-            Auth::Bearer(token) if token.iter().all(u8::is_ascii_whitespace) => Err(Error::msg(
+            Auth::Bearer(token) if empty(token) => Err(Error::msg(
                 "refusing to serve ACP over the network with an empty bearer token: give \
                  `HttpConfig::bearer` a long random secret, or `HttpConfig::check` the host's \
                  own check",
             )),
+            Auth::Tokens(tokens) if tokens.is_empty() => Err(Error::msg(
+                "refusing to serve ACP over the network with no bearer token: give \
+                 `HttpConfig::bearer_tokens` a long random secret per user",
+            )),
+            Auth::Tokens(tokens) => {
+                for (i, (user, token)) in tokens.iter().enumerate() {
+                    if empty(token) {
+                        return Err(Error::msg(format!(
+                            "refusing to serve ACP over the network with an empty bearer \
+                             token for user `{user}`: give each user a long random secret"
+                        )));
+                    }
+                    if let Some((other, _)) = tokens[..i].iter().find(|(_, t)| t == token)
+                        && other != user
+                    {
+                        return Err(Error::msg(format!(
+                            "refusing to serve ACP over the network with one bearer token for \
+                             two users (`{other}` and `{user}`): give each user a secret of \
+                             their own"
+                        )));
+                    }
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
 
-    /// Whether the request may proceed: its credentials (not its `Origin`).
-    pub(crate) fn admits(&self, parts: &Parts) -> bool {
-        match &self.auth {
-            Auth::Bearer(token) => parts
+    /// Who the request is, if it may proceed: its credentials (not its `Origin`).
+    pub(crate) fn admits(&self, parts: &Parts) -> Option<User> {
+        let given = || {
+            parts
                 .headers
                 .get(http::header::AUTHORIZATION)
                 .and_then(|v| bearer_of(v.as_bytes()))
-                .is_some_and(|given| constant_time_eq(given, token)),
-            Auth::Check(check) => check(parts),
+        };
+        match &self.auth {
+            Auth::Bearer(token) => given()
+                .is_some_and(|given| constant_time_eq(given, token))
+                .then_some(User(None)),
+            Auth::Tokens(tokens) => {
+                let given = given()?;
+                // Every token is compared, whichever matches: the time says nothing of which.
+                let mut found = None;
+                for (user, token) in tokens.iter() {
+                    if constant_time_eq(given, token) {
+                        found = Some(user);
+                    }
+                }
+                found.map(|user| User(Some(user.clone())))
+            }
+            Auth::Check(check) => check(parts).then_some(User(None)),
+            Auth::Users(users) => users(parts).map(|user| User(Some(user))),
         }
     }
 
@@ -232,8 +352,15 @@ mod tests {
     #[test]
     fn only_the_exact_bearer_token_is_admitted() {
         let config = HttpConfig::bearer("abc123");
-        assert!(config.admits(&parts(&[("authorization", "Bearer abc123")])));
-        assert!(config.admits(&parts(&[("authorization", "bearer abc123")])));
+        let none = Some(User(None));
+        assert_eq!(
+            config.admits(&parts(&[("authorization", "Bearer abc123")])),
+            none
+        );
+        assert_eq!(
+            config.admits(&parts(&[("authorization", "bearer abc123")])),
+            none
+        );
         for wrong in [
             "Bearer abc12",
             "Bearer abc1234",
@@ -242,11 +369,69 @@ mod tests {
             "Bearer ",
         ] {
             assert!(
-                !config.admits(&parts(&[("authorization", wrong)])),
+                config.admits(&parts(&[("authorization", wrong)])).is_none(),
                 "{wrong}"
             );
         }
-        assert!(!config.admits(&parts(&[])));
+        assert!(config.admits(&parts(&[])).is_none());
+    }
+
+    #[test]
+    fn each_users_token_is_that_user_and_no_other_token_is_anyone() {
+        let config =
+            HttpConfig::bearer_tokens([("alice", "tok-a"), ("bob", "tok-b"), ("alice", "tok-a2")]);
+        let user = |auth: &str| config.admits(&parts(&[("authorization", auth)]));
+        let named = |name: &str| Some(User(Some(name.to_owned())));
+        assert_eq!(user("Bearer tok-a"), named("alice"));
+        assert_eq!(user("Bearer tok-a2"), named("alice"));
+        assert_eq!(user("Bearer tok-b"), named("bob"));
+        for wrong in [
+            "Bearer tok-",
+            "Bearer tok-bb",
+            "Bearer alice",
+            "Basic tok-a",
+            "tok-a",
+        ] {
+            assert_eq!(user(wrong), None, "{wrong}");
+        }
+        assert_eq!(config.admits(&parts(&[])), None);
+    }
+
+    #[test]
+    fn the_hosts_users_check_names_the_user_or_refuses() {
+        let config = HttpConfig::users(|parts| {
+            let user = parts.headers.get("x-user")?.to_str().ok()?;
+            (user != "mallory").then(|| user.to_owned())
+        });
+        let user = |headers: &[(&str, &str)]| config.admits(&parts(headers));
+        assert_eq!(
+            user(&[("x-user", "carol")]),
+            Some(User(Some("carol".into())))
+        );
+        assert_eq!(user(&[("x-user", "mallory")]), None);
+        assert_eq!(user(&[]), None);
+        assert_eq!(
+            HttpConfig::check(|_| true).admits(&parts(&[])),
+            Some(User(None))
+        );
+    }
+
+    #[test]
+    fn users_tokens_that_are_missing_empty_or_shared_are_refused_when_building() {
+        let none: [(&str, &str); 0] = [];
+        assert!(HttpConfig::bearer_tokens(none).validate().is_err());
+        assert!(
+            HttpConfig::bearer_tokens([("a", "x"), ("b", " ")])
+                .validate()
+                .is_err()
+        );
+        let shared = HttpConfig::bearer_tokens([("a", "x"), ("b", "x")]).validate();
+        assert!(shared.unwrap_err().to_string().contains("two users"));
+        assert!(
+            HttpConfig::bearer_tokens([("a", "x"), ("a", "x"), ("b", "y")])
+                .validate()
+                .is_ok()
+        );
     }
 
     #[test]

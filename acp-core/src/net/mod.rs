@@ -8,9 +8,9 @@
 //!
 //! | module | owns |
 //! | --- | --- |
-//! | `config` | [`HttpConfig`]: the bearer token or host check, trusted origins, limits |
-//! | here | the router, the guard every request passes first (Origin `403`, credentials `401`), the connection limit (`503`), binding |
-//! | `bridge` | one connection as one `serve` over bounded pipes |
+//! | `config` | [`HttpConfig`]: the bearer tokens or host check (and the user each names), trusted origins, limits |
+//! | here | the router, the guard every request passes first (Origin `403`, credentials `401`, the request's user), the connection limit (`503`), binding |
+//! | `bridge` | one connection as one `serve` over bounded pipes, for its user |
 //! | `ws` | WebSocket: a GET with `Upgrade: websocket`, one connection per socket |
 //! | `stream` | Streamable HTTP: POST, the connection-scoped and per-session SSE GETs, DELETE |
 //! | `sse` | each SSE stream's queue and reader, its event ids, and resuming it (`Last-Event-ID`) |
@@ -103,10 +103,10 @@ impl<A: Agent> Server<A> {
         server.detach.get_or_insert(crate::serve::DEFAULT_DETACH);
         let server = Arc::new(server.into_shared());
         let store = server.store();
-        let serve: ServeFn = Arc::new(move |input, output| {
+        let serve: ServeFn = Arc::new(move |input, output, user| {
             let server = server.clone();
             Box::pin(async move {
-                if let Err(e) = server.serve(input, output).await {
+                if let Err(e) = server.serve(input, output, user).await {
                     debug!("a network connection ended: {e}");
                 }
             })
@@ -216,14 +216,14 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 
 /// Every request passes here first: a browser origin not trusted is `403`, missing or wrong
 /// credentials `401`, before the WebSocket upgrade, `initialize` or any connection id is
-/// looked at.
+/// looked at. An admitted request carries its [`User`](config::User) in its extensions.
 async fn guard(State(shared): State<Shared>, request: Request, next: Next) -> Response {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     if !shared.config.origin_allowed(&parts) {
         debug!("refused a request from an untrusted Origin");
         return (StatusCode::FORBIDDEN, "Origin not allowed").into_response();
     }
-    if !shared.config.admits(&parts) {
+    let Some(user) = shared.config.admits(&parts) else {
         debug!("refused a request without valid credentials");
         let mut response = (StatusCode::UNAUTHORIZED, "Unauthorized").into_response();
         response.headers_mut().insert(
@@ -231,7 +231,8 @@ async fn guard(State(shared): State<Shared>, request: Request, next: Next) -> Re
             HeaderValue::from_static("Bearer realm=\"acp\""),
         );
         return response;
-    }
+    };
+    parts.extensions.insert(user);
     next.run(Request::from_parts(parts, body)).await
 }
 
@@ -246,10 +247,18 @@ async fn get_acp(State(shared): State<Shared>, request: Request) -> Response {
     if !upgrade {
         return stream::get(shared, parts).await;
     }
+    let user = user_of(&parts.extensions);
     match axum::extract::ws::WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
-        Ok(upgrade) => ws::upgrade(shared, upgrade),
+        Ok(upgrade) => ws::upgrade(shared, upgrade, user),
         Err(rejection) => rejection.into_response(),
     }
+}
+
+/// The user the guard admitted the request as.
+fn user_of(extensions: &http::Extensions) -> Option<String> {
+    extensions
+        .get::<config::User>()
+        .and_then(|user| user.0.clone())
 }
 
 /// A place among the connections allowed, or `503` with `Retry-After`.

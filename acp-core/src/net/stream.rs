@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::request::Parts;
@@ -28,9 +29,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use super::bridge::{self, Lines};
-use super::config::constant_time_eq;
+use super::config::{User, constant_time_eq};
 use super::sse::{self, Outbox, Reader, Replay};
-use super::{CONNECTION_ID, SESSION_ID, Shared, admit, new_id};
+use super::{CONNECTION_ID, SESSION_ID, Shared, admit, new_id, user_of};
 
 /// The header a client resuming a stream names the last event it got with.
 const LAST_EVENT_ID: &str = "last-event-id";
@@ -65,14 +66,19 @@ impl Connections {
     }
 
     /// The connection `headers` name, if it exists and was opened with the same credentials
-    /// (a connection id is no substitute for them).
-    fn find(&self, headers: &HeaderMap) -> Result<Arc<Conn>, Response> {
+    /// by the same `user` (a connection id is no substitute for them).
+    fn find(&self, headers: &HeaderMap, user: &User) -> Result<Arc<Conn>, Response> {
         let Some(id) = headers.get(CONNECTION_ID).and_then(|v| v.to_str().ok()) else {
             return Err(refuse(StatusCode::BAD_REQUEST, "Missing Acp-Connection-Id"));
         };
         let conn = self.lock().get(id).cloned();
         match conn {
-            Some(conn) if constant_time_eq(&conn.credentials, &credentials(headers)) => Ok(conn),
+            Some(conn)
+                if constant_time_eq(&conn.credentials, &credentials(headers))
+                    && conn.user == user.0 =>
+            {
+                Ok(conn)
+            }
             _ => Err(refuse(StatusCode::NOT_FOUND, "Unknown Acp-Connection-Id")),
         }
     }
@@ -89,6 +95,8 @@ struct Conn {
     id: String,
     /// The `Authorization` it was opened with.
     credentials: Vec<u8>,
+    /// The user it was opened by (its runtime serves that user).
+    user: Option<String>,
     /// Its SSE streams open now (an open stream is not idle).
     streams: std::sync::atomic::AtomicUsize,
     input: tokio::sync::Mutex<DuplexStream>,
@@ -128,6 +136,7 @@ impl Conn {
 /// POST `/acp`: a JSON-RPC message from the client.
 pub(super) async fn post(
     State(shared): State<Shared>,
+    Extension(user): Extension<User>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -165,11 +174,11 @@ pub(super) async fn post(
             );
         }
         return match id {
-            Some(id) => initialize(&shared, &headers, &body, id).await,
+            Some(id) => initialize(&shared, &headers, user.0, &body, id).await,
             None => refuse(StatusCode::BAD_REQUEST, "initialize must be a request"),
         };
     }
-    let conn = match shared.connections.find(&headers) {
+    let conn = match shared.connections.find(&headers, &user) {
         Ok(conn) => conn,
         Err(refused) => return refused,
     };
@@ -205,8 +214,14 @@ pub(super) async fn post(
     }
 }
 
-/// `initialize` without a connection id: a new connection, answered with its id.
-async fn initialize(shared: &Shared, headers: &HeaderMap, body: &[u8], id: String) -> Response {
+/// `initialize` without a connection id: a new connection of `user`'s, answered with its id.
+async fn initialize(
+    shared: &Shared,
+    headers: &HeaderMap,
+    user: Option<String>,
+    body: &[u8],
+    id: String,
+) -> Response {
     let permit = match admit(shared) {
         Ok(permit) => permit,
         Err(refused) => return refused,
@@ -215,11 +230,12 @@ async fn initialize(shared: &Shared, headers: &HeaderMap, body: &[u8], id: Strin
         Ok(id) => id,
         Err(failed) => return failed,
     };
-    let bridge = bridge::start(&shared.serve, permit);
+    let bridge = bridge::start(&shared.serve, permit, user.clone());
     let (answered, answer) = oneshot::channel();
     let conn = Arc::new(Conn {
         id: conn_id.clone(),
         credentials: credentials(headers),
+        user,
         input: tokio::sync::Mutex::new(bridge.input),
         routes: Mutex::new(Routes {
             initialize: Some((id, answered)),
@@ -370,7 +386,8 @@ pub(super) async fn get(shared: Shared, parts: Parts) -> Response {
             "Accept must include text/event-stream",
         );
     }
-    let conn = match shared.connections.find(&parts.headers) {
+    let user = User(user_of(&parts.extensions));
+    let conn = match shared.connections.find(&parts.headers, &user) {
         Ok(conn) => conn,
         Err(refused) => return refused,
     };
@@ -431,8 +448,8 @@ pub(super) async fn get(shared: Shared, parts: Parts) -> Response {
 }
 
 /// `Ok` when `session` is known to the connection (its frames were routed), or to the
-/// agent's store (a client opens a session's stream before it loads the session); `404`
-/// otherwise. Without a store a session cannot be told from a bogus id: it is accepted.
+/// agent's store as a session of the connection's user (a client opens a session's stream
+/// before it loads the session); `404` otherwise. Without a store a session cannot be told from a bogus id: it is accepted.
 async fn known(shared: &Shared, conn: &Conn, session: &str) -> Result<(), Response> {
     if conn.routes().sessions.contains_key(session) {
         return Ok(());
@@ -440,12 +457,11 @@ async fn known(shared: &Shared, conn: &Conn, session: &str) -> Result<(), Respon
     let Some(store) = &shared.store else {
         return Ok(());
     };
-    match store
-        .session(&crate::schema::SessionId::new(session.to_owned()))
-        .await
-    {
-        Ok(Some(_)) => Ok(()),
-        Ok(None) => Err(refuse(StatusCode::NOT_FOUND, "Unknown Acp-Session-Id")),
+    let id = crate::schema::SessionId::new(session.to_owned());
+    match store.session(&id).await {
+        // Another user's session is as unknown as a made-up id.
+        Ok(Some(stored)) if conn.user.is_none() || stored.owner == conn.user => Ok(()),
+        Ok(_) => Err(refuse(StatusCode::NOT_FOUND, "Unknown Acp-Session-Id")),
         Err(e) => {
             tracing::warn!("could not look a session up in the store: {e}");
             Err(refuse(
@@ -469,8 +485,12 @@ fn give_back(conn: &Conn, session: Option<&str>, reader: Reader) {
 }
 
 /// DELETE `/acp`: ends the connection (its runtime sees the client's end of file).
-pub(super) async fn delete(State(shared): State<Shared>, headers: HeaderMap) -> Response {
-    match shared.connections.find(&headers) {
+pub(super) async fn delete(
+    State(shared): State<Shared>,
+    Extension(user): Extension<User>,
+    headers: HeaderMap,
+) -> Response {
+    match shared.connections.find(&headers, &user) {
         Ok(conn) => {
             shared.connections.remove(&conn.id);
             StatusCode::ACCEPTED.into_response()

@@ -16,8 +16,9 @@ use tracing::debug;
 use super::bridge::{self, Bridge};
 use super::{CONNECTION_ID, Shared, admit, new_id};
 
-/// Accepts the upgrade (the guard already checked the request) if a connection is free.
-pub(super) fn upgrade(shared: Shared, upgrade: WebSocketUpgrade) -> Response {
+/// Accepts the upgrade (the guard already checked the request) if a connection is free: a
+/// connection of `user`'s.
+pub(super) fn upgrade(shared: Shared, upgrade: WebSocketUpgrade, user: Option<String>) -> Response {
     let permit = match admit(&shared) {
         Ok(permit) => permit,
         Err(refused) => return refused,
@@ -32,7 +33,7 @@ pub(super) fn upgrade(shared: Shared, upgrade: WebSocketUpgrade) -> Response {
         .max_message_size(max)
         .max_frame_size(max)
         .on_failed_upgrade(|e| debug!("a WebSocket upgrade failed: {e}"))
-        .on_upgrade(move |socket| run(shared, socket, permit))
+        .on_upgrade(move |socket| run(shared, socket, permit, user))
         .into_response();
     if let Some(header) = header {
         response.headers_mut().insert(CONNECTION_ID, header);
@@ -43,11 +44,16 @@ pub(super) fn upgrade(shared: Shared, upgrade: WebSocketUpgrade) -> Response {
 /// Carries messages between the socket and the connection's runtime until either ends or
 /// nothing moves for the idle timeout. Each direction waits only for itself: a client that
 /// does not read stalls its own output, one that floods its own input.
-async fn run(shared: Shared, socket: WebSocket, permit: OwnedSemaphorePermit) {
+async fn run(
+    shared: Shared,
+    socket: WebSocket,
+    permit: OwnedSemaphorePermit,
+    user: Option<String>,
+) {
     let Bridge {
         mut input,
         mut output,
-    } = bridge::start(&shared.serve, permit);
+    } = bridge::start(&shared.serve, permit, user);
     let idle = shared.config.idle_timeout;
     let start = Instant::now();
     // Milliseconds from `start` of the last message either way.

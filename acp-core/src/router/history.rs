@@ -11,7 +11,7 @@ use tracing::{debug, warn};
 
 use super::routes::answer;
 use super::sessions::{authenticated, connect_mcp, open_session};
-use super::{Router, params};
+use super::{Router, owner, params};
 use crate::agent::{Agent, SessionSetup};
 use crate::peer::Frame;
 use crate::protocol::{self, methods};
@@ -19,7 +19,7 @@ use crate::schema::{self, ContentBlock, Meta, RequestId, SessionId};
 use crate::session::config::STORE_KEY;
 use crate::session::roots::Roots;
 use crate::session::{Connection, Request, Session, SessionState, user_chunk};
-use crate::store::{Record, SessionStore, StoredSession};
+use crate::store::{ListFilter, Record, SessionStore, StoredSession};
 use crate::{Error, Result};
 
 /// Sessions per `session/list` page.
@@ -44,6 +44,7 @@ fn stored(state: &SessionState) -> StoredSession {
         title: None,
         updated_at: String::new(),
         created_at: String::new(),
+        owner: state.conn.user.clone(),
     }
 }
 
@@ -95,8 +96,10 @@ pub(super) fn list<A: Agent>(
         if let Err(e) = authenticated(&*agent, &conn).await {
             return answer(&conn, &id, Err::<(), _>(e)).await;
         }
+        let mut filter = ListFilter::all();
+        filter.cwd = req.cwd.as_deref();
         let page = store
-            .list(req.cwd.as_deref(), req.cursor.as_deref(), PAGE)
+            .list(owner::listed(&conn, filter), req.cursor.as_deref(), PAGE)
             .await
             .map(|page| {
                 let sessions = page
@@ -140,6 +143,12 @@ pub(super) fn reopen<A: Agent>(
         let Some(store) = store else { return };
         if let Err(e) = authenticated(&*agent, &conn).await {
             return answer(&conn, &id, Err::<(), _>(e)).await;
+        }
+        // Another user's session is not there for this one (before its lease: not even a wait).
+        match owner::sees(&*store, &conn, &req.session_id).await {
+            Ok(true) => {}
+            Ok(false) => return answer(&conn, &id, Err::<(), _>(not_found(&req.session_id))).await,
+            Err(e) => return answer(&conn, &id, Err::<(), _>(e)).await,
         }
         // A turn left running by this client's previous connection ends and is recorded
         // first; then the lease: another replica that holds the session runs its turns.
@@ -267,9 +276,16 @@ pub(super) fn delete<A: Agent>(
         if let Err(e) = authenticated(&*agent, &conn).await {
             return answer(&conn, &id, Err::<(), _>(e)).await;
         }
-        // Closing it cancels its turn.
-        conn.sessions.remove(&req.session_id);
-        let deleted = store.delete(&req.session_id).await;
+        // Another user's session is left as it is, and answered as an unknown one: done.
+        let deleted = match owner::sees(&*store, &conn, &req.session_id).await {
+            Ok(true) => {
+                // Closing it cancels its turn.
+                conn.sessions.remove(&req.session_id);
+                store.delete(&req.session_id).await
+            }
+            Ok(false) => Ok(()),
+            Err(e) => Err(e),
+        };
         answer(
             &conn,
             &id,
@@ -283,10 +299,13 @@ pub(super) fn delete<A: Agent>(
 async fn known(store: &dyn SessionStore, id: &SessionId) -> Result<StoredSession> {
     match store.session(id).await? {
         Some(session) => Ok(session),
-        None => Err(Error::from_rpc(schema::Error::session_not_found(
-            id.clone(),
-        ))),
+        None => Err(not_found(id)),
     }
+}
+
+/// `-32002` for session `id`.
+fn not_found(id: &SessionId) -> Error {
+    Error::from_rpc(schema::Error::session_not_found(id.clone()))
 }
 
 /// Tool calls and messages numbered after the ones already recorded, so ids stay unique in

@@ -8,6 +8,7 @@ mod auth;
 mod ext;
 mod history;
 mod lease;
+mod owner;
 mod prompt;
 #[cfg(feature = "llm-providers")]
 mod providers;

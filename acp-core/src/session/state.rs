@@ -98,6 +98,10 @@ pub(crate) struct Connection {
     /// Set when the connection's turns keep running after its client went away
     /// ([`Server::detached_turns`](crate::Server::detached_turns)).
     pub detach: Option<super::detached::Detach>,
+    /// The user this connection serves (the network service's, see `net::HttpConfig`): its
+    /// new sessions are stamped with it, and it sees only its own sessions of the store;
+    /// `None` (stdio, one bearer token): every session of the store.
+    pub user: Option<String>,
 }
 
 impl Connection {
@@ -119,6 +123,7 @@ impl Connection {
             },
             lease_ttl: DEFAULT_LEASE_TTL,
             detach: None,
+            user: None,
         }
     }
 

@@ -2,14 +2,14 @@
 //! for the life of the process.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::future::BoxFuture;
 
 use super::{
-    Cursor, ListCursor, Page, Record, SessionStore, StoredSession, cwd_key, page_of, touch_time,
-    unknown_session,
+    Cursor, ListCursor, ListFilter, Page, Record, SessionStore, StoredSession, cwd_key, page_of,
+    touch_time, unknown_session,
 };
 use crate::error::Result;
 use crate::schema;
@@ -112,6 +112,7 @@ impl SessionStore for MemoryStore {
                     entry.meta = StoredSession {
                         updated_at: touch_time(Some(&entry.meta.updated_at)),
                         created_at: entry.meta.created_at.clone(),
+                        owner: entry.meta.owner.clone(),
                         ..session.clone()
                     };
                     entry.cwd_key = cwd_key(&session.cwd);
@@ -194,7 +195,7 @@ impl SessionStore for MemoryStore {
 
     fn list<'a>(
         &'a self,
-        cwd: Option<&'a Path>,
+        filter: ListFilter<'a>,
         cursor: Option<&'a str>,
         limit: usize,
     ) -> BoxFuture<'a, Result<Page>> {
@@ -205,11 +206,15 @@ impl SessionStore for MemoryStore {
                 Some(text) => ListCursor::decode(text, inner.last_touch)?,
                 None => ListCursor::first(inner.last_touch),
             };
-            let cwd = cwd.map(cwd_key);
+            let cwd = filter.cwd.map(cwd_key);
             let mut candidates: Vec<(u64, &Entry)> = inner
                 .sessions
                 .values()
                 .filter(|e| cwd.as_ref().is_none_or(|cwd| e.cwd_key == *cwd))
+                .filter(|e| {
+                    let owner = e.meta.owner.as_deref();
+                    filter.owner.is_none_or(|wanted| owner == Some(wanted))
+                })
                 .filter_map(|e| Some((e.position_at(cursor.snapshot)?, e)))
                 .filter(|&(position, _)| position < cursor.position)
                 .collect();

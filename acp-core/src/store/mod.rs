@@ -109,6 +109,12 @@ pub struct StoredSession {
     /// value passed to the first `save_session` if it is not empty (e.g. a session imported
     /// from elsewhere), else the store's clock; later saves never change it.
     pub created_at: String,
+    /// The user the session belongs to: the network service's user who created it (see
+    /// `net::HttpConfig`, feature `http`), `None` for a session created without one
+    /// (over stdio, or by a service with one bearer token). Kept from the first save, as
+    /// `created_at` is: later saves never change it. [`ListFilter::owner`] lists a user's.
+    #[serde(default)]
+    pub owner: Option<String>,
 }
 
 impl StoredSession {
@@ -122,7 +128,55 @@ impl StoredSession {
             title: None,
             updated_at: String::new(),
             created_at: String::new(),
+            owner: None,
         }
+    }
+
+    /// The same session, belonging to `owner` (see [`StoredSession::owner`]).
+    pub fn owned_by(mut self, owner: impl Into<String>) -> Self {
+        self.owner = Some(owner.into());
+        self
+    }
+}
+
+/// Which sessions [`SessionStore::list`] lists: every session by default; each filter set
+/// narrows it, in the store's query (paging stays exact under the filters).
+///
+/// ```
+/// # use std::path::Path;
+/// use acp_core::store::ListFilter;
+/// let alices_in_project = ListFilter::all()
+///     .cwd(Path::new("/home/alice/project"))
+///     .owner("alice");
+/// # let _ = alices_in_project;
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListFilter<'a> {
+    /// Only sessions whose cwd is this path exactly (equal as paths: a trailing separator
+    /// does not matter; no symlinks are resolved).
+    pub cwd: Option<&'a Path>,
+    /// Only sessions whose [`owner`](StoredSession::owner) is this user (sessions with no
+    /// owner are not listed).
+    pub owner: Option<&'a str>,
+}
+
+impl<'a> ListFilter<'a> {
+    /// Every session.
+    pub fn all() -> Self {
+        ListFilter::default()
+    }
+
+    /// Only the sessions in `cwd`.
+    pub fn cwd(mut self, cwd: &'a Path) -> Self {
+        self.cwd = Some(cwd);
+        self
+    }
+
+    /// Only `owner`'s sessions.
+    pub fn owner(mut self, owner: &'a str) -> Self {
+        self.owner = Some(owner);
+        self
     }
 }
 
@@ -145,7 +199,7 @@ pub struct Page {
 /// ([`Error::InvalidParams`]).
 pub trait SessionStore: Send + Sync + 'static {
     /// Creates the session or updates its metadata (cwd, directories, title); `updated_at`
-    /// is set by the store; `created_at` is kept from the first save.
+    /// is set by the store; `created_at` and `owner` are kept from the first save.
     fn save_session<'a>(&'a self, session: &'a StoredSession) -> BoxFuture<'a, Result<()>>;
 
     /// Appends `records` to the session's log, in order, atomically (all or none), and touches
@@ -236,15 +290,15 @@ pub trait SessionStore: Send + Sync + 'static {
         })
     }
 
-    /// Sessions, most recently updated first, optionally only those whose cwd is `cwd`
-    /// exactly (equal as paths: a trailing separator does not matter; no symlinks are
-    /// resolved); at most `limit` per page (a `limit` of 0 is taken as 1); `cursor` is an
-    /// opaque string from a previous page's `next_cursor` (a malformed cursor is an
-    /// `Error::InvalidParams`). Stable under concurrent appends (no session twice, none
-    /// skipped that existed before the first page; see the [module docs](self)).
+    /// Sessions, most recently updated first, those `filter` lets through (its cwd, its
+    /// owner); at most `limit` per page (a `limit` of 0 is taken as 1); `cursor` is an
+    /// opaque string from a previous page's `next_cursor` of the same filter (a malformed
+    /// cursor is an `Error::InvalidParams`). Stable under concurrent appends (no session
+    /// twice, none skipped that existed before the first page; see the [module docs](self)).
+    /// Every page but the last holds `limit` sessions, also under a filter.
     fn list<'a>(
         &'a self,
-        cwd: Option<&'a Path>,
+        filter: ListFilter<'a>,
         cursor: Option<&'a str>,
         limit: usize,
     ) -> BoxFuture<'a, Result<Page>>;

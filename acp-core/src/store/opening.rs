@@ -3,14 +3,13 @@
 //! that reach the store wait until it is open. Every operation is passed on, the leases too.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 
-use super::{Batch, Cursor, Page, Record, SessionStore, StoredSession};
+use super::{Batch, Cursor, ListFilter, Page, Record, SessionStore, StoredSession};
 use crate::error::{Error, Result};
 use crate::schema;
 
@@ -128,11 +127,11 @@ impl SessionStore for Opening {
 
     fn list<'a>(
         &'a self,
-        cwd: Option<&'a Path>,
+        filter: ListFilter<'a>,
         cursor: Option<&'a str>,
         limit: usize,
     ) -> BoxFuture<'a, Result<Page>> {
-        Box::pin(async move { self.store().await?.list(cwd, cursor, limit).await })
+        Box::pin(async move { self.store().await?.list(filter, cursor, limit).await })
     }
 
     fn delete<'a>(&'a self, id: &'a schema::SessionId) -> BoxFuture<'a, Result<()>> {
@@ -237,11 +236,11 @@ mod tests {
         }
         fn list<'a>(
             &'a self,
-            cwd: Option<&'a Path>,
+            filter: ListFilter<'a>,
             cursor: Option<&'a str>,
             limit: usize,
         ) -> BoxFuture<'a, Result<Page>> {
-            self.0.list(cwd, cursor, limit)
+            self.0.list(filter, cursor, limit)
         }
         fn delete<'a>(&'a self, id: &'a schema::SessionId) -> BoxFuture<'a, Result<()>> {
             self.0.delete(id)
@@ -291,7 +290,7 @@ mod tests {
     #[tokio::test]
     async fn a_store_that_did_not_open_fails_every_operation_with_the_reason() {
         let opening = Opening::spawn(|| -> Result<MemoryStore> { Err(Error::msg("disk on fire")) });
-        let e = opening.list(None, None, 10).await.unwrap_err();
+        let e = opening.list(ListFilter::all(), None, 10).await.unwrap_err();
         assert!(e.to_string().contains("disk on fire"), "{e}");
         let e = opening.append_batches(Vec::new()).await.unwrap_err();
         assert!(e.to_string().contains("disk on fire"), "{e}");

@@ -3,15 +3,16 @@
 //!
 //! How replicas sharing the database stay consistent is in [`PostgresStore`]'s docs.
 //!
-//! # Schema (version 1, in `acp_counters.schema_version`)
+//! # Schema (version 2, in `acp_counters.schema_version`)
 //!
 //! All tables are prefixed `acp_`, so the store can live in an existing database (or a
 //! schema of its own: `?options=-csearch_path%3Dacp` in the URL).
 //!
 //! - `acp_counters`: one row: the last touch and cursor handed out, and the schema version.
 //! - `acp_sessions`: one row per session: `pk` (identity, what the others refer to), its id,
-//!   metadata, `touch` (its latest touch: its position in `list`) and `cwd_key`; indexed on
-//!   `(touch)` and `(cwd_key, touch)`.
+//!   metadata, `touch` (its latest touch: its position in `list`), `cwd_key` and `owner`
+//!   (version 2, added to a version 1 database on open: its user, `NULL` for none); indexed
+//!   on `(touch)`, `(cwd_key, touch)` and `(owner, touch)`.
 //! - `acp_touches`: every touch `(session, seq)`, for the order of `list` as of a cursor's
 //!   snapshot.
 //! - `acp_records`: one row per appended batch, `(session, cursor)` → `count` and the records
@@ -42,6 +43,7 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use crate::error::{Error, Result};
 
+mod list;
 mod ops;
 mod sql;
 mod tls;
@@ -55,7 +57,7 @@ const MAX_CONNECTIONS: usize = 8;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The schema this version writes and reads.
-const SCHEMA_VERSION: i32 = 1;
+const SCHEMA_VERSION: i32 = 2;
 
 /// The key of the advisory lock held while the schema is created ("acp_sess").
 const SCHEMA_LOCK: i64 = 0x6163_705f_7365_7373;
@@ -105,6 +107,9 @@ CREATE TABLE IF NOT EXISTS acp_leases (
     holder text NOT NULL,
     expires_at timestamptz NOT NULL
 );
+ALTER TABLE acp_sessions ADD COLUMN IF NOT EXISTS owner text;
+CREATE INDEX IF NOT EXISTS acp_sessions_by_owner ON acp_sessions (owner, touch);
+UPDATE acp_counters SET schema_version = 2 WHERE id = 1 AND schema_version < 2;
 ";
 
 /// A [`SessionStore`](super::SessionStore) in a PostgreSQL database, shared by every replica

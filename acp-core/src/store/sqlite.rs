@@ -15,11 +15,13 @@
 //! turn (`BEGIN IMMEDIATE`, waiting up to 10 s). Called outside a tokio runtime,
 //! an operation runs on the polling thread.
 //!
-//! # Schema (version 3, in `PRAGMA user_version`)
+//! # Schema (version 4, in `PRAGMA user_version`)
 //!
 //! - `sessions`: one row per session: `pk` (the integer the other tables refer to it by, never
-//!   reused), its id, its metadata, `touch` (its latest touch: its position in `list`) and
-//!   `cwd_key` (the cwd as `list` compares it); indexed on `(touch)` and `(cwd_key, touch)`.
+//!   reused), its id, its metadata, `touch` (its latest touch: its position in `list`),
+//!   `cwd_key` (the cwd as `list` compares it) and `owner` (version 4: its user, `NULL` for
+//!   none and for the sessions of older versions); indexed on `(touch)`, `(cwd_key, touch)`
+//!   and `(owner, touch)` (a user's listing reads only that user's sessions).
 //! - `touches`: every touch (`seq INTEGER PRIMARY KEY AUTOINCREMENT`, session), for the order
 //!   of `list` as of a cursor's snapshot; indexed on `(session, seq)`.
 //! - `records`: the logs, one row per session per `append` (a batch of records; one of more
@@ -57,6 +59,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use super::storage_error;
 use crate::error::{Error, Result};
 
+mod list;
 mod location;
 mod ops;
 
@@ -71,7 +74,7 @@ const DATA_DIR_VAR: &str = "ACP_DATA_DIR";
 /// threads) without bound — a client flooding `session/new` must not grow the agent.
 const MAX_IDLE: usize = 4;
 
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
@@ -124,6 +127,12 @@ CREATE TABLE recent (
     session INTEGER NOT NULL
 );
 DROP INDEX records_by_session;
+";
+
+/// From version 3 to 4: a session's owner (its user), listed by owner in `list`'s order.
+const SCHEMA_V4: &str = "
+ALTER TABLE sessions ADD COLUMN owner TEXT;
+CREATE INDEX sessions_by_owner ON sessions (owner, touch);
 ";
 
 /// A [`SessionStore`](super::SessionStore) in an SQLite database file: the default store.
@@ -312,7 +321,7 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     match version {
         0..SCHEMA_VERSION => {
             // Each step from the file's version up (a new file: all of them).
-            let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3];
+            let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
             for step in &steps[usize::try_from(version).unwrap_or(0)..] {
                 tx.execute_batch(step).db()?;
             }

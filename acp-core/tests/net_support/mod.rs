@@ -81,7 +81,12 @@ pub struct WsClient {
 
 impl WsClient {
     pub async fn connect(url: &str) -> WsClient {
-        let (ws, _) = ws_connect(url, &[("authorization", &bearer())])
+        WsClient::connect_with(url, &[("authorization", &bearer())]).await
+    }
+
+    /// A client sending these headers with its upgrade (its credentials).
+    pub async fn connect_with(url: &str, headers: &[(&str, &str)]) -> WsClient {
+        let (ws, _) = ws_connect(url, headers)
             .await
             .expect("a good client gets in");
         WsClient { ws, next_id: 0 }
@@ -197,7 +202,20 @@ impl Sse {
         session: Option<&str>,
         last_event_id: Option<&str>,
     ) -> Sse {
-        let response = Sse::get(url, connection, session, last_event_id).await;
+        Sse::from_response(Sse::get(url, connection, session, last_event_id).await)
+    }
+
+    /// A stream opened with these headers (its credentials).
+    pub async fn open_with(
+        url: &str,
+        connection: &str,
+        session: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Sse {
+        Sse::from_response(Sse::get_with(url, connection, session, None, headers).await)
+    }
+
+    fn from_response(response: reqwest::Response) -> Sse {
         assert_eq!(response.status(), 200);
         assert_eq!(response.headers()["content-type"], "text/event-stream");
         Sse {
@@ -206,16 +224,34 @@ impl Sse {
         }
     }
 
-    /// The GET that opens the stream, as it is answered.
+    /// The GET that opens the stream with the token, as it is answered.
     pub async fn get(
         url: &str,
         connection: &str,
         session: Option<&str>,
         last_event_id: Option<&str>,
     ) -> reqwest::Response {
+        let auth = bearer();
+        Sse::get_with(
+            url,
+            connection,
+            session,
+            last_event_id,
+            &[("authorization", &auth)],
+        )
+        .await
+    }
+
+    /// The GET that opens the stream with these headers, as it is answered.
+    pub async fn get_with(
+        url: &str,
+        connection: &str,
+        session: Option<&str>,
+        last_event_id: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
         let mut request = http()
             .get(url)
-            .header("authorization", bearer())
             .header("accept", "text/event-stream")
             .header("acp-connection-id", connection);
         if let Some(session) = session {
@@ -223,6 +259,9 @@ impl Sse {
         }
         if let Some(last) = last_event_id {
             request = request.header("last-event-id", last);
+        }
+        for (k, v) in headers {
+            request = request.header(*k, *v);
         }
         request.send().await.unwrap()
     }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acp_core::store::{PostgresStore, Record, SessionStore, StoredSession};
+use acp_core::store::{ListFilter, PostgresStore, Record, SessionStore, StoredSession};
 
 use super::{Store, chunk, get, list_all, save, sid, strictly_increasing};
 use crate::pg_support::PgServer;
@@ -143,9 +143,9 @@ async fn a_replica_sees_and_pages_what_another_saved() {
     assert_eq!(b.state(&sid("s1")).await.unwrap()["k"]["n"], 1);
 
     // A cursor from one replica goes on on the other.
-    let first = a.list(None, None, 3).await.unwrap();
+    let first = a.list(ListFilter::all(), None, 3).await.unwrap();
     let rest = b
-        .list(None, first.next_cursor.as_deref(), 10)
+        .list(ListFilter::all(), first.next_cursor.as_deref(), 10)
         .await
         .unwrap();
     let ids: Vec<_> = first
@@ -165,6 +165,43 @@ async fn a_replica_sees_and_pages_what_another_saved() {
     let next = c.append(&sid("s1"), &[chunk("3")]).await.unwrap();
     assert!(next > last);
     assert_eq!(c.records(&sid("s1"), None).await.unwrap().len(), 3);
+}
+
+/// A database of schema version 1 (before owners) gains the `owner` column when a replica
+/// opens it: its sessions have none, new ones keep theirs, and listings filter on it.
+#[tokio::test]
+async fn a_version_1_database_gains_owners_when_opened() {
+    let url = PgServer::shared().database().await;
+    save(&replica(&url).await, "old", "/p").await;
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(
+            "ALTER TABLE acp_sessions DROP COLUMN owner; \
+             UPDATE acp_counters SET schema_version = 1",
+        )
+        .await
+        .unwrap();
+    let store = replica(&url).await;
+    assert_eq!(get(&store, "old").await.owner, None);
+    let alices = StoredSession::new("new", "/p").owned_by("alice");
+    store.save_session(&alices).await.unwrap();
+    let listed = store.list(ListFilter::all().owner("alice"), None, 10).await;
+    let ids: Vec<_> = listed
+        .unwrap()
+        .sessions
+        .into_iter()
+        .map(|s| s.id.0.to_string())
+        .collect();
+    assert_eq!(ids, ["new"]);
+    let version: i32 = client
+        .query_one("SELECT schema_version FROM acp_counters", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 2);
 }
 
 /// The ownership lease: one holder at a time across replicas; renewed by its holder; free
@@ -285,7 +322,7 @@ async fn replicas_opening_a_new_database_at_once_all_open() {
             .collect();
         for store in opening {
             let store = store.await.unwrap().unwrap();
-            store.list(None, None, 1).await.unwrap();
+            store.list(ListFilter::all(), None, 1).await.unwrap();
         }
     }
 }

@@ -1,20 +1,20 @@
 //! The operations of [`PostgresStore`]: the SQL of each [`SessionStore`] method.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{IsolationLevel, Row, Transaction};
+use tokio_postgres::{Row, Transaction};
 
 use super::sql::*;
 use super::{Conn, Db, PostgresStore};
 use crate::error::{Error, Result};
 use crate::schema;
 use crate::store::{
-    Batch, Cursor, ListCursor, Page, Record, SessionStore, StoredSession, cwd_key, page_of,
-    path_text, storage_error, touch_time_at, unknown_session,
+    Batch, Cursor, ListFilter, Page, Record, SessionStore, StoredSession, cwd_key, path_text,
+    storage_error, touch_time_at, unknown_session,
 };
 
 /// The counters, locked until commit, and the database's clock.
@@ -36,8 +36,8 @@ impl Counters {
 }
 
 /// A session's metadata from a row of `id, cwd, additional_directories, title, created_at,
-/// updated_at` (first).
-fn session_of(row: &Row) -> Result<StoredSession> {
+/// updated_at, owner` (first).
+pub(super) fn session_of(row: &Row) -> Result<StoredSession> {
     let id: String = row.try_get(0).db()?;
     let dirs: String = row.try_get(2).db()?;
     let additional_directories: Vec<PathBuf> = serde_json::from_str(&dirs).map_err(|e| {
@@ -53,6 +53,7 @@ fn session_of(row: &Row) -> Result<StoredSession> {
         title: row.try_get(3).db()?,
         created_at: row.try_get(4).db()?,
         updated_at: row.try_get(5).db()?,
+        owner: row.try_get(6).db()?,
     })
 }
 
@@ -206,6 +207,7 @@ struct Saved {
     dirs: String,
     title: Option<String>,
     created_at: String,
+    owner: Option<String>,
 }
 
 impl Saved {
@@ -222,6 +224,7 @@ impl Saved {
             dirs: serde_json::to_string(&dirs)?,
             title: session.title.clone(),
             created_at: session.created_at.clone(),
+            owner: session.owner.clone(),
         })
     }
 }
@@ -280,6 +283,7 @@ async fn save_session(conn: &mut Conn, s: Saved) -> Result<()> {
                         created_at,
                         &updated_at,
                         &touch,
+                        &s.owner,
                     ],
                 )
                 .await
@@ -316,66 +320,6 @@ async fn set_title(conn: &mut Conn, id: &schema::SessionId, title: Option<&str>)
     .await
     .db()?;
     tx.commit().await.db()
-}
-
-async fn list(
-    conn: &mut Conn,
-    cwd: Option<String>,
-    cursor: Option<&str>,
-    limit: usize,
-) -> Result<Page> {
-    let [latest, unchanged, touched] = match cwd {
-        Some(_) => {
-            conn.prepare([LATEST, UNCHANGED_IN_CWD, TOUCHED_IN_CWD])
-                .await?
-        }
-        None => conn.prepare([LATEST, UNCHANGED, TOUCHED]).await?,
-    };
-    // One snapshot for every query.
-    let tx = conn
-        .client
-        .build_transaction()
-        .isolation_level(IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .await
-        .db()?;
-    let latest: i64 = tx.query_one(&latest, &[]).await.db()?.try_get(0).db()?;
-    let latest = u64::try_from(latest).unwrap_or(0);
-    let cursor = match cursor {
-        Some(text) => ListCursor::decode(text, latest)?,
-        None => ListCursor::first(latest),
-    };
-    let (snapshot, position) = (sql_int(cursor.snapshot), sql_int(cursor.position));
-    let wanted = sql_int(limit as u64 + 1);
-    let (unchanged, touched) = match &cwd {
-        Some(cwd) => {
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-                [&snapshot, &position, &wanted, cwd];
-            futures_util::future::try_join(
-                tx.query(&unchanged, &params),
-                tx.query(&touched, &params),
-            )
-            .await
-        }
-        None => {
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
-                [&snapshot, &position, &wanted];
-            futures_util::future::try_join(
-                tx.query(&unchanged, &params),
-                tx.query(&touched, &params),
-            )
-            .await
-        }
-    }
-    .db()?;
-    let mut candidates = Vec::with_capacity(unchanged.len() + touched.len());
-    for row in unchanged.iter().chain(&touched) {
-        let position: i64 = row.try_get(6).db()?;
-        candidates.push((position as u64, session_of(row)?));
-    }
-    tx.commit().await.db()?;
-    Ok(page_of(candidates, cursor, limit))
 }
 
 async fn put_state(conn: &mut Conn, id: &schema::SessionId, key: &str, value: &str) -> Result<()> {
@@ -510,17 +454,20 @@ impl SessionStore for PostgresStore {
 
     fn list<'a>(
         &'a self,
-        cwd: Option<&'a Path>,
+        filter: ListFilter<'a>,
         cursor: Option<&'a str>,
         limit: usize,
     ) -> BoxFuture<'a, Result<Page>> {
-        let cwd = match cwd.map(|p| cwd_key(p).to_str().map(str::to_owned)) {
-            // Not UTF-8: no stored session has it.
-            Some(None) => return Box::pin(std::future::ready(Ok(Page::default()))),
-            Some(Some(key)) => Some(key),
-            None => None,
+        let Some(filter) = super::list::Filter::of(filter) else {
+            // A cwd that is not UTF-8: no stored session has it.
+            return Box::pin(std::future::ready(Ok(Page::default())));
         };
-        run!(self, |conn| list(conn, cwd, cursor, limit.max(1)))
+        run!(self, |conn| super::list::list(
+            conn,
+            filter,
+            cursor,
+            limit.max(1)
+        ))
     }
 
     fn delete<'a>(&'a self, id: &'a schema::SessionId) -> BoxFuture<'a, Result<()>> {

@@ -23,9 +23,10 @@ pub(super) const FIND: &str =
     "SELECT pk, updated_at FROM acp_sessions WHERE id = $1 FOR NO KEY UPDATE";
 pub(super) const FIND_MANY: &str = "SELECT pk, id, updated_at FROM acp_sessions WHERE id = ANY($1) \
      ORDER BY pk FOR NO KEY UPDATE";
+/// A new session, with its owner (never changed after: `UPDATE_SESSION` keeps it).
 pub(super) const INSERT_SESSION: &str = "INSERT INTO acp_sessions (id, cwd, cwd_key, \
-     additional_directories, title, created_at, updated_at, touch) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING pk";
+     additional_directories, title, created_at, updated_at, touch, owner) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING pk";
 pub(super) const UPDATE_SESSION: &str = "UPDATE acp_sessions SET cwd = $2, cwd_key = $3, \
      additional_directories = $4, title = $5, updated_at = $6, touch = $7 WHERE pk = $1";
 pub(super) const SET_TITLE: &str =
@@ -46,25 +47,8 @@ pub(super) const READ_RECORDS: &str = "SELECT cursor, count, records FROM acp_re
      WHERE session = (SELECT pk FROM acp_sessions WHERE id = $1) AND cursor > $2 \
      ORDER BY cursor LIMIT $3";
 pub(super) const SESSION: &str = "SELECT id, cwd, additional_directories, title, \
-     created_at, updated_at FROM acp_sessions WHERE id = $1";
+     created_at, updated_at, owner FROM acp_sessions WHERE id = $1";
 pub(super) const LATEST: &str = "SELECT touch FROM acp_counters WHERE id = 1";
-// `list`: like SQLite's (see `sqlite/ops.rs`), with and without the cwd filter.
-pub(super) const UNCHANGED: &str = "SELECT id, cwd, additional_directories, title, created_at, \
-     updated_at, touch FROM acp_sessions WHERE touch <= $1 AND touch < $2 \
-     ORDER BY touch DESC LIMIT $3";
-pub(super) const UNCHANGED_IN_CWD: &str = "SELECT id, cwd, additional_directories, title, \
-     created_at, updated_at, touch FROM acp_sessions WHERE touch <= $1 AND touch < $2 AND cwd_key = $4 \
-     ORDER BY touch DESC LIMIT $3";
-pub(super) const TOUCHED: &str = "SELECT * FROM (SELECT s.id, s.cwd, s.additional_directories, \
-     s.title, s.created_at, s.updated_at, (SELECT max(t.seq) FROM acp_touches t \
-     WHERE t.session = s.pk AND t.seq <= $1) AS position \
-     FROM acp_sessions s WHERE s.touch > $1) c \
-     WHERE position < $2 ORDER BY position DESC LIMIT $3";
-pub(super) const TOUCHED_IN_CWD: &str = "SELECT * FROM (SELECT s.id, s.cwd, \
-     s.additional_directories, s.title, s.created_at, s.updated_at, (SELECT max(t.seq) FROM acp_touches t \
-     WHERE t.session = s.pk AND t.seq <= $1) AS position \
-     FROM acp_sessions s WHERE s.touch > $1 AND s.cwd_key = $4) c \
-     WHERE position < $2 ORDER BY position DESC LIMIT $3";
 /// Deletes the session (the rest cascades) and its lease, in one statement.
 pub(super) const DELETE: &str = "WITH lease AS (DELETE FROM acp_leases WHERE session = $1) \
      DELETE FROM acp_sessions WHERE id = $1";

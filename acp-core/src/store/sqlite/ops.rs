@@ -1,7 +1,7 @@
 //! The operations of [`SqliteStore`]: the SQL of each [`SessionStore`] method.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use futures_util::future::BoxFuture;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
@@ -10,12 +10,13 @@ use super::{Db, SqliteStore};
 use crate::error::{Error, Result};
 use crate::schema;
 use crate::store::{
-    Batch, Cursor, ListCursor, Page, Record, SessionStore, StoredSession, cwd_key, page_of,
-    path_text, storage_error, touch_time, unknown_session,
+    Batch, Cursor, ListFilter, Page, Record, SessionStore, StoredSession, cwd_key, path_text,
+    storage_error, touch_time, unknown_session,
 };
 
 /// The metadata columns of `sessions`, as [`SessionRow::read`] reads them.
-const COLUMNS: &str = "s.id, s.cwd, s.additional_directories, s.title, s.created_at, s.updated_at";
+pub(super) const COLUMNS: &str =
+    "s.id, s.cwd, s.additional_directories, s.title, s.created_at, s.updated_at, s.owner";
 
 /// How many rows `recent` holds before they move to `settled` in one sorted insert (see the
 /// schema in `sqlite.rs`). Reading a session's rows scans `recent` (about 20 bytes a row: 640
@@ -84,17 +85,21 @@ fn find(tx: &rusqlite::Transaction<'_>, id: &str) -> Result<Option<(i64, String)
 }
 
 /// A session's metadata as stored, read by a query selecting [`COLUMNS`] first.
-struct SessionRow {
+pub(super) struct SessionRow {
     id: String,
     cwd: String,
     additional_directories: String,
     title: Option<String>,
     created_at: String,
     updated_at: String,
+    owner: Option<String>,
 }
 
 impl SessionRow {
-    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+    /// The columns [`COLUMNS`] names, in its order (the next column is the query's own).
+    pub(super) const LEN: usize = 7;
+
+    pub(super) fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
         Ok(SessionRow {
             id: row.get(0)?,
             cwd: row.get(1)?,
@@ -102,10 +107,11 @@ impl SessionRow {
             title: row.get(3)?,
             created_at: row.get(4)?,
             updated_at: row.get(5)?,
+            owner: row.get(6)?,
         })
     }
 
-    fn into_session(self) -> Result<StoredSession> {
+    pub(super) fn into_session(self) -> Result<StoredSession> {
         let additional_directories: Vec<PathBuf> =
             serde_json::from_str(&self.additional_directories).map_err(|e| {
                 storage_error(
@@ -120,6 +126,7 @@ impl SessionRow {
             title: self.title,
             updated_at: self.updated_at,
             created_at: self.created_at,
+            owner: self.owner,
         })
     }
 }
@@ -148,7 +155,7 @@ fn rows(text: &str, max: usize) -> Vec<(&str, i64)> {
 }
 
 /// `u64` positions as SQLite's integers (beyond `i64::MAX` is past everything stored).
-fn sql_int(n: u64) -> i64 {
+pub(super) fn sql_int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
@@ -225,9 +232,10 @@ impl SessionStore for SqliteStore {
                 serde_json::to_string(&dirs)?,
                 session.title.clone(),
                 session.created_at.clone(),
+                session.owner.clone(),
             ))
         })();
-        let Ok((id, cwd, key, dirs, title, created_at)) = prepared else {
+        let Ok((id, cwd, key, dirs, title, created_at, owner)) = prepared else {
             return Box::pin(std::future::ready(prepared.map(drop)));
         };
         self.run(move |conn| {
@@ -243,12 +251,14 @@ impl SessionStore for SqliteStore {
                     } else {
                         created_at
                     };
+                    // The owner is the first save's: later saves keep it.
                     tx.prepare_cached(
                         "INSERT INTO sessions (id, cwd, cwd_key, additional_directories, \
-                         created_at, updated_at, touch) VALUES (?1, '', '', '[]', ?2, ?3, 0)",
+                         created_at, updated_at, touch, owner) \
+                         VALUES (?1, '', '', '[]', ?2, ?3, 0, ?4)",
                     )
                     .db()?
-                    .execute(params![id, created_at, updated_at])
+                    .execute(params![id, created_at, updated_at, owner])
                     .db()?;
                     (tx.last_insert_rowid(), updated_at)
                 }
@@ -396,69 +406,11 @@ impl SessionStore for SqliteStore {
 
     fn list<'a>(
         &'a self,
-        cwd: Option<&'a Path>,
+        filter: ListFilter<'a>,
         cursor: Option<&'a str>,
         limit: usize,
     ) -> BoxFuture<'a, Result<Page>> {
-        let limit = limit.max(1);
-        let cursor = cursor.map(str::to_owned);
-        let cwd = match cwd.map(|p| cwd_key(p).to_str().map(str::to_owned)) {
-            // Not UTF-8: no stored session has it.
-            Some(None) => return Box::pin(std::future::ready(Ok(Page::default()))),
-            Some(Some(key)) => Some(key),
-            None => None,
-        };
-        self.run(move |conn| {
-            // One read transaction: every query sees the same snapshot of the file.
-            let tx = conn.transaction().db()?;
-            let latest: i64 = tx
-                .query_row(
-                    "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'touches'), 0)",
-                    [],
-                    |r| r.get(0),
-                )
-                .db()?;
-            let latest = u64::try_from(latest).unwrap_or(0);
-            let cursor = match &cursor {
-                Some(text) => ListCursor::decode(text, latest)?,
-                None => ListCursor::first(latest),
-            };
-            let (snapshot, position) = (sql_int(cursor.snapshot), sql_int(cursor.position));
-            let wanted = sql_int(limit as u64 + 1);
-            let and_cwd = if cwd.is_some() {
-                "AND s.cwd_key = ?4"
-            } else {
-                ""
-            };
-            // Unchanged since the snapshot: placed by their latest touch (both indexes serve
-            // this in order).
-            let unchanged = format!(
-                "SELECT {COLUMNS}, s.touch FROM sessions s WHERE s.touch <= ?1 AND s.touch < ?2 \
-                 {and_cwd} ORDER BY s.touch DESC LIMIT ?3"
-            );
-            // Touched since: placed by their last touch up to the snapshot, if they existed.
-            let touched = format!(
-                "SELECT * FROM (SELECT {COLUMNS}, (SELECT max(t.seq) FROM touches t \
-                 WHERE t.session = s.pk AND t.seq <= ?1) AS position \
-                 FROM sessions s WHERE s.touch > ?1 {and_cwd}) \
-                 WHERE position < ?2 ORDER BY position DESC LIMIT ?3"
-            );
-            let mut candidates = Vec::new();
-            for sql in [unchanged, touched] {
-                let mut select = tx.prepare_cached(&sql).db()?;
-                let read = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(6)?, SessionRow::read(r)?));
-                let rows = match &cwd {
-                    Some(cwd) => select.query_map(params![snapshot, position, wanted, cwd], read),
-                    None => select.query_map(params![snapshot, position, wanted], read),
-                }
-                .db()?;
-                for row in rows {
-                    let (position, row) = row.db()?;
-                    candidates.push((position as u64, row.into_session()?));
-                }
-            }
-            Ok(page_of(candidates, cursor, limit))
-        })
+        super::list::list(self, filter, cursor, limit)
     }
 
     fn delete<'a>(&'a self, id: &'a schema::SessionId) -> BoxFuture<'a, Result<()>> {
