@@ -8,7 +8,7 @@ use crate::serve::Server;
 
 /// Serves `agent` as its command line says: on stdio (see [`serve_stdio`](crate::serve_stdio)), or, given
 /// `--listen ADDR` (or `--listen=ADDR`), on the network at `http://ADDR/acp` with the bearer
-/// token from `$ACP_TOKEN` (see [`Server::serve_main`]). An agent's `main` in one line:
+/// token from `$ACP_TOKEN`, or one per user from `$ACP_TOKENS` (see [`Server::serve_main`]). An agent's `main` in one line:
 ///
 /// ```no_run
 /// # async fn demo(agent: impl acp_core::Agent) -> acp_core::Result<()> {
@@ -42,7 +42,9 @@ impl<A: Agent> Server<A> {
     /// Serves as the process's command line says: on stdio by default ([`Server::serve_stdio`]);
     /// with `--listen ADDR` (e.g. `--listen 127.0.0.1:8080`), on the network at
     /// `http://ADDR/acp` (feature `http`: `Server::serve_http`), requiring the bearer token
-    /// in `$ACP_TOKEN`. Without a token, with a malformed address or without feature `http`
+    /// in `$ACP_TOKEN`, or one of the users' tokens in `$ACP_TOKENS` (`alice:TOKEN,bob:TOKEN`:
+    /// each user then sees only their own sessions; see `net::HttpConfig::from_env`). Without
+    /// a token, with a malformed address or without feature `http`
     /// it fails at once with an error saying so (the process then exits non-zero), before
     /// anything listens.
     pub async fn serve_main(self) -> Result<()> {

@@ -13,6 +13,10 @@ use crate::{Error, Result};
 /// The environment variable [`HttpConfig::from_env`] reads the bearer token from.
 pub const TOKEN_VAR: &str = "ACP_TOKEN";
 
+/// The environment variable [`HttpConfig::from_env`] reads one token per user from
+/// (`user:token` pairs, separated by commas or whitespace).
+pub const TOKENS_VAR: &str = "ACP_TOKENS";
+
 /// The host's own admission check (see [`HttpConfig::check`]).
 type Check = Arc<dyn Fn(&Parts) -> bool + Send + Sync>;
 
@@ -126,8 +130,17 @@ impl HttpConfig {
         Self::with(Auth::Bearer(token.into().into_bytes().into()))
     }
 
-    /// The bearer token from `$ACP_TOKEN`; an error saying so when it is unset or empty.
+    /// One token per user from `$ACP_TOKENS` when it is set (`alice:TOKEN_A,bob:TOKEN_B`,
+    /// see [`bearer_tokens`](Self::bearer_tokens)), else the one bearer token from
+    /// `$ACP_TOKEN` ([`bearer`](Self::bearer)); an error saying so when neither is set, or
+    /// when `$ACP_TOKENS` is malformed (the message never shows a token).
     pub fn from_env() -> Result<Self> {
+        if let Some(tokens) = std::env::var_os(TOKENS_VAR) {
+            let tokens = tokens
+                .into_string()
+                .map_err(|_| Error::msg(format!("${TOKENS_VAR} is not UTF-8")))?;
+            return Self::parse_tokens(&tokens);
+        }
         match std::env::var(TOKEN_VAR) {
             Ok(token) if !token.trim().is_empty() => Ok(Self::bearer(token.trim())),
             _ => Err(Error::msg(format!(
@@ -136,6 +149,28 @@ impl HttpConfig {
                  clients as `Authorization: Bearer <token>`"
             ))),
         }
+    }
+
+    /// `user:token` pairs, separated by commas or whitespace.
+    fn parse_tokens(tokens: &str) -> Result<Self> {
+        let pairs = tokens
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|p| !p.is_empty())
+            .enumerate()
+            .map(|(i, pair)| match pair.split_once(':') {
+                Some((user, token)) if !user.is_empty() && !token.is_empty() => Ok((user, token)),
+                _ => Err(Error::msg(format!(
+                    "${TOKENS_VAR}: entry {} is not `user:token`",
+                    i + 1
+                ))),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if pairs.is_empty() {
+            return Err(Error::msg(format!(
+                "${TOKENS_VAR} is set but names no `user:token`"
+            )));
+        }
+        Ok(Self::bearer_tokens(pairs))
     }
 
     /// The host decides who gets in: `check` sees each request's method, URI and headers
@@ -340,6 +375,25 @@ pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_from_the_environment_name_their_users_and_malformed_ones_never_show_a_token() {
+        let config =
+            HttpConfig::parse_tokens("alice:sekrit-a, bob:sekrit-b\ncarol:sekrit-c").unwrap();
+        config.validate().unwrap();
+        let bearer = |t: &str| parts(&[("authorization", &format!("Bearer {t}"))]);
+        let user = |t: &str| config.admits(&bearer(t)).map(|u| u.0);
+        assert_eq!(user("sekrit-b"), Some(Some("bob".to_owned())));
+        assert_eq!(user("sekrit-c"), Some(Some("carol".to_owned())));
+        assert_eq!(user("nope"), None);
+        for bad in ["alice", "alice:", ":sekrit-x", "  ,  "] {
+            let e = HttpConfig::parse_tokens(bad).err().unwrap().to_string();
+            assert!(
+                e.contains(TOKENS_VAR) && !e.contains("sekrit"),
+                "{bad}: {e}"
+            );
+        }
+    }
 
     fn parts(headers: &[(&str, &str)]) -> Parts {
         let mut request = http::Request::builder().uri("/acp");

@@ -44,7 +44,7 @@ use tracing::{debug, info};
 
 /// The axum this service is built on (to mount [`Server::router`] with the same version).
 pub use axum;
-pub use config::{HttpConfig, TOKEN_VAR};
+pub use config::{HttpConfig, TOKEN_VAR, TOKENS_VAR};
 /// What a host's check ([`HttpConfig::check`]) sees of a request: its method, URI and headers.
 pub use http::request::Parts as RequestParts;
 
