@@ -481,7 +481,9 @@ impl<A: Agent> Shared<A> {
         // back (its output goes on being recorded, and read by the network side).
         peer.close();
         let held = conn.detach.as_ref().map(|detach| {
-            let held = detach.sessions.hold(conn.sessions.ids());
+            let held = detach
+                .sessions
+                .hold(conn.sessions.weak(), conn.user.as_deref());
             (detach.limit, held)
         });
         if let Some((limit, _)) = &held {

@@ -304,3 +304,30 @@ async fn a_session_stream_is_404_for_a_session_the_agent_does_not_have() {
     let first = session_stream.recv().await;
     assert_eq!(first["params"]["update"]["content"]["text"], "chunk 0;");
 }
+
+#[tokio::test]
+async fn the_client_that_comes_back_can_cancel_the_turn_it_left_running() {
+    let agent = Slow::default();
+    let url = serve(agent.clone(), None).await;
+    let session = leave_mid_turn_over_websocket(&url).await;
+    let mut back = WsClient::connect(&url).await;
+    back.request("initialize", json!({"protocolVersion": 1}))
+        .await;
+    back.send(json!({"jsonrpc": "2.0", "method": "session/cancel",
+        "params": {"sessionId": session}}))
+        .await;
+    let (loaded, replayed) = back
+        .request(
+            "session/load",
+            json!({"sessionId": session, "cwd": "/tmp", "mcpServers": []}),
+        )
+        .await;
+    assert!(loaded["result"].is_object(), "{loaded}");
+    assert_eq!(agent.cancelled.load(Ordering::SeqCst), 1, "cancelled");
+    assert_eq!(agent.finished.load(Ordering::SeqCst), 0);
+    let chunks = replayed
+        .iter()
+        .filter(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .count();
+    assert!(chunks < CHUNKS, "the turn stopped early: {chunks} chunks");
+}

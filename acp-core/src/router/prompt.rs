@@ -147,6 +147,15 @@ pub(super) fn cancel<A: Agent>(r: &Router<A>, raw: Option<&RawValue>) {
                 debug!(session = %cancel.session_id, "cancel requested");
                 session.cancel_turn();
             }
+            // A turn its client's previous connection left running, the same user's.
+            None if r.conn.detach.as_ref().is_some_and(|detach| {
+                detach
+                    .sessions
+                    .cancel(&cancel.session_id, r.conn.user.as_deref())
+            }) =>
+            {
+                debug!(session = %cancel.session_id, "cancelled a turn its client left running");
+            }
             None => debug!(session = %cancel.session_id, "cancel for an unknown session"),
         },
         Err(e) => debug!(error = %e.message, "ignored a malformed session/cancel"),

@@ -4,15 +4,17 @@
 //! those turns have ended and what they sent is recorded. A client that reconnects and
 //! reopens one of them (`session/load`, `session/resume`) on another connection of the same
 //! server waits here first, so that it resumes the session with nothing missing and never
-//! runs a turn beside the one still going.
+//! runs a turn beside the one still going. A `session/cancel` for such a session, from the
+//! same user on another connection, cancels its turn.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::SessionState;
 use crate::schema::SessionId;
 
 /// What a connection that keeps its turns running after its client left needs: how long
@@ -25,29 +27,50 @@ pub(crate) struct Detach {
     pub sessions: Arc<Detached>,
 }
 
-/// The sessions held by connections whose client went away, by id: each with the token
-/// cancelled when it is freed, and the hold's number (a later hold of the same id replaces it).
+/// The sessions held by connections whose client went away, by id.
 #[derive(Debug, Default)]
 pub(crate) struct Detached {
-    held: Mutex<HashMap<SessionId, (u64, CancellationToken)>>,
+    held: Mutex<HashMap<SessionId, Hold>>,
     next: AtomicU64,
 }
 
+/// One held session.
+#[derive(Debug)]
+struct Hold {
+    /// The hold's number (a later hold of the same id replaces it).
+    number: u64,
+    /// Cancelled when the session is freed.
+    freed: CancellationToken,
+    /// The user of the departed connection (who may cancel the turn).
+    user: Option<String>,
+    session: Weak<SessionState>,
+}
+
 impl Detached {
-    fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, (u64, CancellationToken)>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Hold>> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Holds `ids` for a connection whose client went away, until the returned guard is
-    /// dropped (which wakes whoever waits for them).
-    pub fn hold(self: &Arc<Self>, ids: Vec<SessionId>) -> Held {
+    /// Holds `sessions` (by id) of `user`'s connection whose client went away, until the
+    /// returned guard is dropped (which wakes whoever waits for them).
+    pub fn hold(
+        self: &Arc<Self>,
+        sessions: impl IntoIterator<Item = (SessionId, Weak<SessionState>)>,
+        user: Option<&str>,
+    ) -> Held {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         let mut held = self.lock();
-        let ids = ids
+        let ids = sessions
             .into_iter()
-            .map(|id| {
+            .map(|(id, session)| {
                 let freed = CancellationToken::new();
-                held.insert(id.clone(), (number, freed.clone()));
+                let hold = Hold {
+                    number,
+                    freed: freed.clone(),
+                    user: user.map(str::to_owned),
+                    session,
+                };
+                held.insert(id.clone(), hold);
                 (id, freed)
             })
             .collect();
@@ -58,10 +81,27 @@ impl Detached {
         }
     }
 
+    /// Cancels the turn of session `id` if a departed connection of `user`'s holds it;
+    /// whether one did.
+    pub fn cancel(&self, id: &SessionId, user: Option<&str>) -> bool {
+        let session = self
+            .lock()
+            .get(id)
+            .filter(|hold| hold.user.as_deref() == user)
+            .and_then(|hold| hold.session.upgrade());
+        match session {
+            Some(session) => {
+                session.cancel_turn();
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Waits until session `id` is held by no connection whose client went away.
     pub async fn wait(&self, id: &SessionId) {
         loop {
-            let freed = self.lock().get(id).map(|(_, freed)| freed.clone());
+            let freed = self.lock().get(id).map(|hold| hold.freed.clone());
             match freed {
                 Some(freed) => {
                     tracing::debug!(session = %id, "waiting for the turn its last client left running");
@@ -85,10 +125,7 @@ impl Drop for Held {
     fn drop(&mut self) {
         let mut held = self.register.lock();
         for (id, freed) in self.ids.drain(..) {
-            if held
-                .get(&id)
-                .is_some_and(|(number, _)| *number == self.number)
-            {
+            if held.get(&id).is_some_and(|hold| hold.number == self.number) {
                 held.remove(&id);
             }
             freed.cancel();
@@ -106,7 +143,11 @@ mod tests {
         let id = SessionId::new("s");
         // Nothing held: no wait.
         register.wait(&id).await;
-        let held = register.hold(vec![id.clone()]);
+        let held = register.hold([(id.clone(), Weak::new())], Some("alice"));
+        assert!(
+            !register.cancel(&id, Some("bob")),
+            "only its user cancels it"
+        );
         let waiting = tokio::spawn({
             let register = register.clone();
             let id = id.clone();

@@ -39,9 +39,12 @@ impl Registry {
         removed
     }
 
-    /// The ids of the sessions open now.
-    pub fn ids(&self) -> Vec<SessionId> {
-        self.map().keys().cloned().collect()
+    /// The sessions open now, by id, not kept alive by this.
+    pub fn weak(&self) -> Vec<(SessionId, std::sync::Weak<SessionState>)> {
+        self.map()
+            .iter()
+            .map(|(id, s)| (id.clone(), Arc::downgrade(s)))
+            .collect()
     }
 
     /// Removes and closes every session.
