@@ -152,40 +152,20 @@ async fn with_no_time_to_run_on_the_turn_is_cancelled_when_its_client_goes() {
 async fn a_turn_goes_on_when_its_streamable_http_connection_is_deleted() {
     let agent = Slow::default();
     let url = serve(agent.clone(), None).await;
-    let auth = bearer();
-    let connection = http_connect(&url).await;
-    let mut stream = Sse::open(&url, &connection, None).await;
-    let headers = [
-        ("authorization", auth.as_str()),
-        ("acp-connection-id", connection.as_str()),
-    ];
-    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-        "params": {"cwd": "/tmp", "mcpServers": []}});
-    assert_eq!(post(&url, &headers, new).await.status(), 202);
-    let session = stream.recv().await["result"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut session_stream = Sse::open(&url, &connection, Some(&session)).await;
-    let in_session = [
-        ("authorization", auth.as_str()),
-        ("acp-connection-id", connection.as_str()),
-        ("acp-session-id", session.as_str()),
-    ];
-    let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}});
-    assert_eq!(post(&url, &in_session, prompt).await.status(), 202);
-    let first = session_stream.recv().await;
+    let mut open = HttpSession::open(&url).await;
+    let session = open.session.clone();
+    open.prompt("go").await;
+    let first = open.session_stream.recv().await;
     assert_eq!(first["params"]["update"]["content"]["text"], "chunk 0;");
     let deleted = http()
         .delete(&url)
-        .header("authorization", &auth)
-        .header("acp-connection-id", &connection)
+        .header("authorization", bearer())
+        .header("acp-connection-id", &open.connection)
         .send()
         .await
         .unwrap();
     assert_eq!(deleted.status(), 202);
-    drop((stream, session_stream));
+    drop(open);
     let client = TestClient::builder().websocket(&url, TOKEN).await.unwrap();
     let loaded = client
         .load_session(&SessionId::new(session.as_str()))
@@ -198,29 +178,14 @@ async fn a_turn_goes_on_when_its_streamable_http_connection_is_deleted() {
 #[tokio::test]
 async fn a_session_stream_dropped_mid_turn_resumes_after_its_last_event_id_with_nothing_missing() {
     let url = serve(Slow::default(), None).await;
-    let auth = bearer();
-    let connection = http_connect(&url).await;
-    let mut stream = Sse::open(&url, &connection, None).await;
-    let headers = [
-        ("authorization", auth.as_str()),
-        ("acp-connection-id", connection.as_str()),
-    ];
-    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-        "params": {"cwd": "/tmp", "mcpServers": []}});
-    assert_eq!(post(&url, &headers, new).await.status(), 202);
-    let session = stream.recv().await["result"]["sessionId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let mut session_stream = Sse::open(&url, &connection, Some(&session)).await;
-    let in_session = [
-        ("authorization", auth.as_str()),
-        ("acp-connection-id", connection.as_str()),
-        ("acp-session-id", session.as_str()),
-    ];
-    let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}});
-    assert_eq!(post(&url, &in_session, prompt).await.status(), 202);
+    let open = HttpSession::open(&url).await;
+    open.prompt("go").await;
+    let HttpSession {
+        connection,
+        session,
+        mut session_stream,
+        ..
+    } = open;
     let mut seen = Vec::new();
     for _ in 0..3 {
         seen.push(session_stream.recv_event().await);

@@ -312,3 +312,58 @@ pub async fn http_connect(url: &str) -> String {
     assert_eq!(body["result"]["protocolVersion"], 1, "{body}");
     id
 }
+
+/// A Streamable HTTP connection with one new session, its connection and session streams
+/// open.
+pub struct HttpSession {
+    pub url: String,
+    pub connection: String,
+    pub session: String,
+    pub stream: Sse,
+    pub session_stream: Sse,
+}
+
+impl HttpSession {
+    pub async fn open(url: &str) -> HttpSession {
+        let connection = http_connect(url).await;
+        let mut stream = Sse::open(url, &connection, None).await;
+        let auth = bearer();
+        let headers = [
+            ("authorization", auth.as_str()),
+            ("acp-connection-id", connection.as_str()),
+        ];
+        let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+            "params": {"cwd": "/tmp", "mcpServers": []}});
+        assert_eq!(post(url, &headers, new).await.status(), 202);
+        let session = stream.recv().await["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let session_stream = Sse::open(url, &connection, Some(&session)).await;
+        HttpSession {
+            url: url.to_owned(),
+            connection,
+            session,
+            stream,
+            session_stream,
+        }
+    }
+
+    /// POSTs `message` on the connection, in the session (its `Acp-Session-Id`).
+    pub async fn post(&self, message: Value) -> reqwest::Response {
+        let auth = bearer();
+        let headers = [
+            ("authorization", auth.as_str()),
+            ("acp-connection-id", self.connection.as_str()),
+            ("acp-session-id", self.session.as_str()),
+        ];
+        post(&self.url, &headers, message).await
+    }
+
+    /// Starts a turn (request id 3) with prompt `text`.
+    pub async fn prompt(&self, text: &str) {
+        let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+            "params": {"sessionId": self.session, "prompt": [{"type": "text", "text": text}]}});
+        assert_eq!(self.post(prompt).await.status(), 202);
+    }
+}
