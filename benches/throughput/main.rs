@@ -53,9 +53,9 @@
 //! started with `--listen` (`$ACP_TOKEN`, `$ACP_MAX_CONNECTIONS`), one session each, every
 //! session prompted `stream 1000` (`ACP_BENCH_SESSION_CHUNKS`) at once, every frame checked;
 //! next to the same N turns as N sessions over one stdio connection (as `concurrent`), for
-//! ours with and without the store and for the official Rust SDK's agent, whose network side
-//! is the official HTTP crate's server (`agent-client-protocol-http` 5.0.0, `--listen` of
-//! `benches/rust-sdk-agent`); 3 rounds (`ACP_BENCH_NETWORK_ROUNDS`), the median shown:
+//! ours with and without the store, and the official Rust SDK's agent on the official HTTP
+//! crate's server (`agent-client-protocol-http` 5.0.0, `--listen` of
+//! `benches/rust-sdk-agent`; over stdio too with `ACP_BENCH_NETWORK_SDK_STDIO=1`); 3 rounds (`ACP_BENCH_NETWORK_ROUNDS`), the median shown:
 //! updates/s, wall time, the agent's peak and idle RSS and RSS per connection, CPU time (see
 //! `network`).
 //!
