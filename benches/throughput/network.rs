@@ -94,6 +94,10 @@ pub(crate) struct Run {
     pub(crate) agent_cpu: Duration,
     /// This process's CPU time during `wall` (the client: reading and checking).
     pub(crate) client_cpu: Duration,
+    /// Over WebSocket: TCP segments sent on the machine during `wall` (`OutSegs` of
+    /// `/proc/net/snmp`: both directions of every loopback connection, and whatever else
+    /// runs), a sign of how many writes the frames took.
+    pub(crate) segments: Option<u64>,
 }
 
 impl Run {
@@ -219,6 +223,7 @@ fn stdio(agent: &Impl, settings: &Settings, watchdog: &Watchdog) -> Result<Run> 
         peak_kib,
         agent_cpu,
         client_cpu,
+        segments: None,
     })
 }
 
@@ -364,6 +369,7 @@ async fn drive(url: String, settings: &Settings, pid: u32, watchdog: &Watchdog) 
     }
     let setup = started.elapsed();
     let cpu = Cpu::now(pid)?;
+    let segments = tcp_out_segments();
     watchdog.arm(pid, settings.limit);
     let started = Instant::now();
     go_tx.send_replace(true);
@@ -377,6 +383,7 @@ async fn drive(url: String, settings: &Settings, pid: u32, watchdog: &Watchdog) 
         peak_kib: 0,
         agent_cpu: Duration::ZERO,
         client_cpu: Duration::ZERO,
+        segments: None,
     };
     let mut last = started;
     for task in tasks {
@@ -394,6 +401,9 @@ async fn drive(url: String, settings: &Settings, pid: u32, watchdog: &Watchdog) 
     run.wall = last - started;
     watchdog.disarm();
     (run.agent_cpu, run.client_cpu) = cpu.since(pid);
+    run.segments = segments
+        .zip(tcp_out_segments())
+        .map(|(before, after)| after.saturating_sub(before));
     run.timed_out = watchdog.fired() && run.answered < n;
     match problems.first() {
         Some(first) if !run.timed_out => {
@@ -537,4 +547,14 @@ fn cpu_time(pid: &str) -> Option<Duration> {
     // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
     let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
     Some(Duration::from_millis(ticks * 10))
+}
+
+/// `OutSegs` of the `Tcp:` lines of `/proc/net/snmp` (the TCP segments this network
+/// namespace has sent).
+fn tcp_out_segments() -> Option<u64> {
+    let snmp = std::fs::read_to_string("/proc/net/snmp").ok()?;
+    let mut lines = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let (names, values) = (lines.next()?, lines.next()?);
+    let at = names.split_whitespace().position(|n| n == "OutSegs")?;
+    values.split_whitespace().nth(at)?.parse().ok()
 }

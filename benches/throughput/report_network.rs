@@ -22,7 +22,7 @@ pub(crate) fn print_network(variants: &[Variant], s: &Settings) {
         s.rounds
     );
     type Metric = fn(&Run, usize) -> f64;
-    let columns: [(&str, Metric, usize); 9] = [
+    let columns: [(&str, Metric, usize); 10] = [
         ("turns answered", |r, _| r.answered as f64, 0),
         ("wall s", |r, _| r.wall.as_secs_f64(), 2),
         ("updates/s", |r, _| r.updates_per_s(), 0),
@@ -35,6 +35,14 @@ pub(crate) fn print_network(variants: &[Variant], s: &Settings) {
             2,
         ),
         ("client CPU s", |r, _| r.client_cpu.as_secs_f64(), 2),
+        (
+            "TCP segments/update",
+            |r, _| {
+                r.segments
+                    .map_or(f64::NAN, |s| s as f64 / r.updates.max(1) as f64)
+            },
+            2,
+        ),
         ("setup s", |r, _| r.setup.as_secs_f64(), 2),
     ];
     let mut header = vec!["".to_owned()];
@@ -44,7 +52,9 @@ pub(crate) fn print_network(variants: &[Variant], s: &Settings) {
         let median = variant.median();
         let mut row = vec![variant.label()];
         for (label, metric, decimals) in columns {
-            let mut value = cell(median.map(|r| metric(r, n)), decimals);
+            // NaN: not measured for this transport.
+            let value = median.map(|r| metric(r, n)).filter(|v| !v.is_nan());
+            let mut value = cell(value, decimals);
             if label == "wall s" && median.is_some_and(|r| r.timed_out) {
                 value.push_str(" (limit)");
             }
@@ -128,6 +138,9 @@ fn print_ratios(variants: &[Variant], n: usize) {
             .to_vec(),
     ];
     for (label, a, b) in pairs {
+        if a.is_none() || b.is_none() {
+            continue;
+        }
         table.push(vec![
             label.to_owned(),
             ratio(rate(a), rate(b)),
