@@ -43,7 +43,7 @@ impl Echo {
                 let mut args = rest.split_whitespace().map(str::parse::<u64>);
                 // Not a count: tell the user what works rather than failing the turn.
                 let (Some(Ok(n)), pause, None) = (args.next(), args.next(), args.next()) else {
-                    cx.message("`stream` needs a count and maybe a pause, like `stream 3 100`.")
+                    cx.message("`stream` needs a count, like `stream 3` (and a pause in ms: `stream 3 100`).")
                         .await?;
                     return Ok(StopReason::EndTurn);
                 };

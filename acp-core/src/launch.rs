@@ -6,9 +6,16 @@ use crate::agent::Agent;
 use crate::error::{Error, Result};
 use crate::serve::Server;
 
+/// The environment variable `--listen` reads the connection limit from (see
+/// [`Server::serve_main`]).
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+const MAX_CONNECTIONS_VAR: &str = "ACP_MAX_CONNECTIONS";
+
 /// Serves `agent` as its command line says: on stdio (see [`serve_stdio`](crate::serve_stdio)), or, given
 /// `--listen ADDR` (or `--listen=ADDR`), on the network at `http://ADDR/acp` with the bearer
-/// token from `$ACP_TOKEN`, or one per user from `$ACP_TOKENS` (see [`Server::serve_main`]). An agent's `main` in one line:
+/// token from `$ACP_TOKEN` (or one per user from `$ACP_TOKENS`) and at most
+/// `$ACP_MAX_CONNECTIONS` connections at once (see [`Server::serve_main`]). An agent's `main`
+/// in one line:
 ///
 /// ```no_run
 /// # async fn demo(agent: impl acp_core::Agent) -> acp_core::Result<()> {
@@ -43,17 +50,21 @@ impl<A: Agent> Server<A> {
     /// with `--listen ADDR` (e.g. `--listen 127.0.0.1:8080`), on the network at
     /// `http://ADDR/acp` (feature `http`: `Server::serve_http`), requiring the bearer token
     /// in `$ACP_TOKEN`, or one of the users' tokens in `$ACP_TOKENS` (`alice:TOKEN,bob:TOKEN`:
-    /// each user then sees only their own sessions; see `net::HttpConfig::from_env`). Without
-    /// a token, with a malformed address or without feature `http`
-    /// it fails at once with an error saying so (the process then exits non-zero), before
-    /// anything listens.
+    /// each user then sees only their own sessions; see `net::HttpConfig::from_env`), and
+    /// accepting at most `$ACP_MAX_CONNECTIONS` connections at once if set (else
+    /// `HttpConfig`'s default, 256). Without a token, with a malformed address or connection
+    /// limit, or without feature `http` it fails at once with an error saying so (the process
+    /// then exits non-zero), before anything listens.
     pub async fn serve_main(self) -> Result<()> {
         let Some(addr) = listen_arg(std::env::args().skip(1))? else {
             return self.serve_stdio().await;
         };
         #[cfg(feature = "http")]
         {
-            let config = crate::net::HttpConfig::from_env()?;
+            let mut config = crate::net::HttpConfig::from_env()?;
+            if let Some(max) = max_connections(std::env::var(MAX_CONNECTIONS_VAR).ok())? {
+                config = config.max_connections(max);
+            }
             let addr: std::net::SocketAddr = addr.parse().map_err(|e| {
                 Error::msg(format!(
                     "--listen {addr}: not an address and port ({e}), e.g. 127.0.0.1:8080"
@@ -71,6 +82,21 @@ impl<A: Agent> Server<A> {
     }
 }
 
+/// The connection limit `$ACP_MAX_CONNECTIONS` gives (`value`), if set: a whole number from 1.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+fn max_connections(value: Option<String>) -> Result<Option<usize>> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    match value.trim().parse::<usize>() {
+        Ok(max) if max > 0 => Ok(Some(max)),
+        _ => Err(Error::msg(format!(
+            "${MAX_CONNECTIONS_VAR}={value:?}: expected the most connections to serve at once, \
+             a whole number from 1 (e.g. {MAX_CONNECTIONS_VAR}=1000)"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +111,17 @@ mod tests {
         assert_eq!(args(&["-v", "--listen=127.0.0.1:8080"]).unwrap(), addr);
         assert!(args(&["--listen"]).is_err());
         assert!(args(&["--listen", "--verbose"]).is_err());
+    }
+
+    #[test]
+    fn the_connection_limit_is_a_positive_number_when_set() {
+        let max = |v: Option<&str>| max_connections(v.map(str::to_owned));
+        assert_eq!(max(None).unwrap(), None);
+        assert_eq!(max(Some("1000")).unwrap(), Some(1000));
+        assert_eq!(max(Some(" 2 ")).unwrap(), Some(2));
+        for bad in ["", "0", "-1", "many", "1e3"] {
+            let e = max(Some(bad)).unwrap_err().to_string();
+            assert!(e.contains("ACP_MAX_CONNECTIONS"), "{bad:?}: {e}");
+        }
     }
 }

@@ -289,8 +289,14 @@ impl Drop for AgentProcess {
 }
 
 fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    proc_status_kib(pid, "VmHWM:")
+}
+
+/// A size in KiB from `/proc/<pid>/status`: the line starting with `key` (`VmHWM:`, the peak
+/// RSS; `VmRSS:`, the RSS now).
+pub(crate) fn proc_status_kib(pid: u32, key: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 

@@ -209,7 +209,7 @@ fn requests(
 }
 
 /// Creates `n` sessions with `session/new` requests written in one go; their ids in order.
-fn create_sessions(process: &mut AgentProcess, n: usize) -> Result<Vec<String>> {
+pub(crate) fn create_sessions(process: &mut AgentProcess, n: usize) -> Result<Vec<String>> {
     let new = serde_json::json!({"cwd": std::env::temp_dir(), "mcpServers": []});
     let (first, lines) = requests(process, "session/new", (0..n).map(|_| new.clone()))?;
     let output = process.client.output.take().ok_or("stdin already closed")?;
@@ -263,15 +263,15 @@ fn create_sessions(process: &mut AgentProcess, n: usize) -> Result<Vec<String>> 
 }
 
 /// What `prompt_all` saw.
-struct Driven {
-    turns: Turns,
-    wall: Duration,
-    timed_out: bool,
+pub(crate) struct Driven {
+    pub(crate) turns: Turns,
+    pub(crate) wall: Duration,
+    pub(crate) timed_out: bool,
 }
 
 /// Prompts every session `stream chunks` at once and reads until every turn is answered, or
 /// until `limit` has passed (the agent is then killed and the turns answered by then counted).
-fn prompt_all(
+pub(crate) fn prompt_all(
     process: &mut AgentProcess,
     sessions: Vec<String>,
     chunks: usize,

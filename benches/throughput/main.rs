@@ -49,12 +49,22 @@
 //!   already holds 1,000 sessions (`ACP_BENCH_STARTUP_SESSIONS`), and the official SDKs'
 //!   agents; interleaved; p50 and p99 (see `startup`).
 //!
+//! `network`: N WebSocket connections (`ACP_BENCH_CONNECTIONS`, 1,000) to one agent process
+//! started with `--listen` (`$ACP_TOKEN`, `$ACP_MAX_CONNECTIONS`), one session each, every
+//! session prompted `stream 1000` (`ACP_BENCH_SESSION_CHUNKS`) at once, every frame checked;
+//! next to the same N turns as N sessions over one stdio connection (as `concurrent`), for
+//! ours with and without the store, and the official Rust SDK's agent on the official HTTP
+//! crate's server (`agent-client-protocol-http` 5.0.0, `--listen` of
+//! `benches/rust-sdk-agent`; over stdio too with `ACP_BENCH_NETWORK_SDK_STDIO=1`); 3 rounds (`ACP_BENCH_NETWORK_ROUNDS`), the median shown:
+//! updates/s, wall time, the agent's peak and idle RSS and RSS per connection, CPU time (see
+//! `network`).
+//!
 //! One more, `llm`, measures the model loop (`acp::llm::Model::run`) against reading the same
 //! Chat Completions stream raw, from a loopback model server in this process, and the time
 //! from the server's first byte to the editor's first chunk (see `llm`).
 //!
 //! `ACP_BENCH_ONLY=concurrent,startup` (any of `stream`, `permission`, `cancel`,
-//! `concurrent`, `startup`, `llm`, comma-separated) runs only those workloads; all run by default.
+//! `concurrent`, `startup`, `network`, `llm`, comma-separated) runs only those workloads; all run by default.
 //! Set `ACP_BENCH_NO_TS=1` or `ACP_BENCH_NO_RUST_SDK=1` to leave a column out, and
 //! `ACP_BENCH_OURS=<path>` to measure another build of the bench agent as "ours" (an older
 //! commit's, for a before/after comparison in the same conditions).
@@ -64,9 +74,10 @@
 //! on the wire; `client` is the editor's end of a connection; `workloads` runs one workload
 //! on one agent (and the in-process loop); `bare` is the bare loop agent; `concurrent` and
 //! `turns` are the concurrent-sessions workload and its check of interleaved turns;
-//! `startup` is the startup workload; `llm` is the model-loop workload and its loopback model
+//! `startup` is the startup workload; `network` the network workload and its WebSocket
+//! client; `llm` is the model-loop workload and its loopback model
 //! server; `watchdog` kills a process past a time limit; `report`
-//! and `report_store` turn the samples into the printed tables.
+//! `report_store` and `report_network` turn the samples into the printed tables.
 
 mod agents;
 mod bare;
@@ -74,7 +85,9 @@ mod client;
 mod concurrent;
 mod frames;
 mod llm;
+mod network;
 mod report;
+mod report_network;
 mod report_store;
 mod startup;
 mod turns;
@@ -110,12 +123,13 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// The workloads, as `ACP_BENCH_ONLY` names them.
-const WORKLOADS: [&str; 6] = [
+const WORKLOADS: [&str; 7] = [
     "stream",
     "permission",
     "cancel",
     "concurrent",
     "startup",
+    "network",
     "llm",
 ];
 
@@ -183,17 +197,21 @@ fn main() {
         let concurrent = concurrent::Settings::from_env()?;
         let startup_runs = env_number("ACP_BENCH_STARTUP_RUNS", 100)?.max(1);
         let startup_sessions = env_number("ACP_BENCH_STARTUP_SESSIONS", 1_000)?;
-        Ok((only, concurrent, startup_runs, startup_sessions))
+        let network = network::Settings::from_env()?;
+        Ok((only, concurrent, startup_runs, startup_sessions, network))
     });
-    let (only, concurrent_settings, startup_runs, startup_sessions) = match settings {
-        Ok(settings) => settings,
-        Err(e) => {
-            eprintln!("throughput: {e}");
-            std::process::exit(1);
-        }
-    };
-    // The official SDKs and the bare loop take part in the first table and in startup only.
+    let (only, concurrent_settings, startup_runs, startup_sessions, network_settings) =
+        match settings {
+            Ok(settings) => settings,
+            Err(e) => {
+                eprintln!("throughput: {e}");
+                std::process::exit(1);
+            }
+        };
+    // The official SDKs and the bare loop take part in the first table and in startup only;
+    // the official Rust SDK in the network workload too.
     let others = only.table() || only.has("startup");
+    let rust_sdk = others || only.has("network");
     // `cargo bench` passes `--bench`; anything else (e.g. a test filter) is ignored.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -223,6 +241,8 @@ fn main() {
                 Err(e) => eprintln!("throughput: official TS SDK skipped: {e}"),
             }
         }
+    }
+    if rust_sdk {
         if skipped("ACP_BENCH_NO_RUST_SDK") {
             eprintln!("throughput: official Rust SDK left out (ACP_BENCH_NO_RUST_SDK)");
         } else {
@@ -261,6 +281,12 @@ fn main() {
     if only.has("llm") {
         deadline += Duration::from_secs(300);
     }
+    if only.has("network") {
+        // Per run: opening the connections, the limit, and the rest.
+        deadline += 6
+            * network_settings.rounds as u32
+            * (network_settings.limit + Duration::from_secs(300));
+    }
     thread::spawn(move || {
         thread::sleep(deadline);
         eprintln!("throughput: gave up after {deadline:?}");
@@ -297,6 +323,13 @@ fn main() {
         let samples = run_startup(&agents, startup_runs, startup_sessions, &watchdog);
         let load_after = load_average();
         report_store::print_startup(&samples, startup_runs, startup_sessions);
+        println!("load average (1 min) before/after: {load_before} / {load_after}");
+    }
+    if only.has("network") {
+        let load_before = load_average();
+        let variants = network::run_all(&agents, &network_settings, &watchdog);
+        let load_after = load_average();
+        report_network::print_network(&variants, &network_settings);
         println!("load average (1 min) before/after: {load_before} / {load_after}");
     }
     if only.has("llm")

@@ -9,7 +9,7 @@ use crate::startup::Samples;
 
 /// Prints `rows` (the first one the header) as a Markdown table, the first column left
 /// aligned and the others right aligned.
-fn print_rows(rows: &[Vec<String>]) {
+pub(crate) fn print_rows(rows: &[Vec<String>]) {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {
@@ -41,14 +41,14 @@ fn print_rows(rows: &[Vec<String>]) {
     }
 }
 
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+pub(crate) fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
         _ => "n/a".to_owned(),
     }
 }
 
-fn cell(v: Option<f64>, decimals: usize) -> String {
+pub(crate) fn cell(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.decimals$}"))
 }
 

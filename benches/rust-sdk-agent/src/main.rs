@@ -2,6 +2,9 @@
 //! official Rust SDK, `agent-client-protocol` 5.0.0, for benches/throughput/main.rs.
 //!
 //! Build: `cargo build --release --manifest-path benches/rust-sdk-agent/Cargo.toml`.
+//! Served on stdio, or with `--listen ADDR` on the network by the official HTTP crate
+//! (`agent-client-protocol-http` 5.0.0, `AcpHttpServer`: WebSocket and HTTP/SSE on
+//! `http://ADDR/acp`, one agent per connection; no authentication, as the crate has none).
 //! Prompts: `stream N`, `permission N`, `sleep` (as in examples/bench.rs); chunk i of
 //! `stream N` says `{i:08} of the streamed answer.\n` (33 bytes), which the bench checks.
 
@@ -17,16 +20,38 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionRequest, SessionId, SessionNotification, SessionUpdate, StopReason, ToolCall,
     ToolCallId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
-use agent_client_protocol::{Agent, Client, Stdio};
+use agent_client_protocol::{Agent, Client, ConnectTo, Stdio};
+use agent_client_protocol_http::AcpHttpServer;
 use tokio::sync::watch;
 
 /// A cancel signal per session with a running turn.
 type Turns = Arc<Mutex<HashMap<SessionId, watch::Sender<bool>>>>;
 
 #[tokio::main]
-async fn main() -> agent_client_protocol::Result<()> {
-    let turns: Turns = Arc::default();
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let listen = match (args.next().as_deref(), args.next()) {
+        (None, _) => None,
+        (Some("--listen"), Some(addr)) => Some(addr),
+        _ => return Err("usage: bench-rust-sdk-agent [--listen ADDR]".into()),
+    };
     let next_session = Arc::new(AtomicU64::new(0));
+    let Some(addr) = listen else {
+        agent(next_session).connect_to(Stdio::new()).await?;
+        return Ok(());
+    };
+    // The official HTTP crate's server, as its docs serve it: one agent per connection
+    // (WebSocket upgrade or `initialize` POST), on `axum::serve`.
+    let app = AcpHttpServer::new(move || agent(next_session.clone())).into_router();
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    axum::serve(listener, app).await?;
+    Ok(())
+}
+
+/// The agent of one connection: over stdio the only one; over the network one per connection,
+/// all numbering their sessions from one counter.
+fn agent(next_session: Arc<AtomicU64>) -> impl ConnectTo<Client> {
+    let turns: Turns = Arc::default();
     let cancel_turns = turns.clone();
     Agent
         .v1()
@@ -75,8 +100,6 @@ async fn main() -> agent_client_protocol::Result<()> {
             },
             agent_client_protocol::on_receive_request!(),
         )
-        .connect_to(Stdio::new())
-        .await
 }
 
 async fn run(
