@@ -32,6 +32,12 @@ pub(crate) struct Bridge {
 pub(crate) struct Lines(BufReader<ReadHalf<DuplexStream>>);
 
 impl Lines {
+    /// Whether a whole line is already read and waiting: [`next`](Self::next) returns it
+    /// without waiting for the agent.
+    pub fn has_line(&self) -> bool {
+        self.0.buffer().contains(&b'\n')
+    }
+
     /// The next line without its newline; `None` once the agent's runtime has ended.
     pub async fn next(&mut self) -> Option<String> {
         let mut line = Vec::new();

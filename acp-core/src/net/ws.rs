@@ -16,6 +16,10 @@ use tracing::debug;
 use super::bridge::{self, Bridge};
 use super::{CONNECTION_ID, Shared, admit, new_id};
 
+/// What each socket's read and write buffers start at (tungstenite's default is 128 KiB each:
+/// a quarter of a megabyte per idle connection).
+const SOCKET_BUFFER: usize = 16 * 1024;
+
 /// Accepts the upgrade (the guard already checked the request) if a connection is free: a
 /// connection of `user`'s.
 pub(super) fn upgrade(shared: Shared, upgrade: WebSocketUpgrade, user: Option<String>) -> Response {
@@ -32,6 +36,9 @@ pub(super) fn upgrade(shared: Shared, upgrade: WebSocketUpgrade, user: Option<St
     let mut response = upgrade
         .max_message_size(max)
         .max_frame_size(max)
+        // The socket's buffers grow for a large message; an idle connection keeps these.
+        .read_buffer_size(SOCKET_BUFFER)
+        .write_buffer_size(SOCKET_BUFFER)
         .on_failed_upgrade(|e| debug!("a WebSocket upgrade failed: {e}"))
         .on_upgrade(move |socket| run(shared, socket, permit, user))
         .into_response();
@@ -78,7 +85,13 @@ async fn run(
     let outbound = async {
         while let Some(line) = output.next().await {
             touch();
-            if to_client.send(Message::Text(line.into())).await.is_err() {
+            // Flushed (one write to the socket) once no other line is waiting.
+            let sent = if output.has_line() {
+                to_client.feed(Message::Text(line.into())).await
+            } else {
+                to_client.send(Message::Text(line.into())).await
+            };
+            if sent.is_err() {
                 return;
             }
         }
