@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use acp_core::net::HttpConfig;
-use acp_core::schema::{SessionId, SessionUpdate, StopReason};
+use acp_core::schema::{SessionId, StopReason};
 use acp_core::store::{MemoryStore, SessionStore};
 use acp_core::testing::TestClient;
 use acp_core::{Agent, Prompt, Result, Server, Session};
@@ -83,20 +83,6 @@ async fn leave_mid_turn_over_websocket(url: &str) -> String {
     session
 }
 
-/// The text of the agent's message chunks among `updates`, joined.
-fn agent_text(updates: &[SessionUpdate]) -> String {
-    updates
-        .iter()
-        .filter_map(|u| match u {
-            SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
-                acp_core::schema::ContentBlock::Text(t) => Some(t.text.clone()),
-                _ => None,
-            },
-            _ => None,
-        })
-        .collect()
-}
-
 fn every_chunk() -> String {
     (0..CHUNKS).map(|i| format!("chunk {i};")).collect()
 }
@@ -119,7 +105,7 @@ async fn a_turn_goes_on_when_its_websocket_drops_and_the_client_that_comes_back_
     );
     assert_eq!(agent.cancelled.load(Ordering::SeqCst), 0);
     assert_eq!(
-        agent_text(&loaded.replayed),
+        loaded.text(),
         every_chunk(),
         "the reload waited for the turn, and replays every chunk in order"
     );
@@ -141,7 +127,7 @@ async fn with_no_time_to_run_on_the_turn_is_cancelled_when_its_client_goes() {
         .unwrap();
     assert_eq!(agent.finished.load(Ordering::SeqCst), 0);
     assert_eq!(agent.cancelled.load(Ordering::SeqCst), 1);
-    let text = agent_text(&loaded.replayed);
+    let text = loaded.text();
     assert!(
         text.starts_with("chunk 0;") && text.len() < every_chunk().len(),
         "{text}"
@@ -172,7 +158,7 @@ async fn a_turn_goes_on_when_its_streamable_http_connection_is_deleted() {
         .await
         .unwrap();
     assert_eq!(agent.finished.load(Ordering::SeqCst), 1);
-    assert_eq!(agent_text(&loaded.replayed), every_chunk());
+    assert_eq!(loaded.text(), every_chunk());
 }
 
 #[tokio::test]

@@ -18,6 +18,14 @@ pub struct Loaded<'a> {
     pub replayed: Vec<SessionUpdate>,
 }
 
+impl Loaded<'_> {
+    /// The concatenated text of the agent's message chunks in the replay (the whole
+    /// conversation's answers, as [`Turn::text`](super::Turn::text) is one turn's).
+    pub fn text(&self) -> String {
+        super::trace::message_text(&self.replayed)
+    }
+}
+
 impl TestClient {
     /// Loads a stored session (`session/load`) in the configured cwd (and additional
     /// directories), collecting the updates

@@ -163,29 +163,15 @@ impl Turn {
 
     /// The concatenated text of the agent's message chunks.
     pub fn text(&self) -> String {
-        self.chunks(|u| match u {
-            SessionUpdate::AgentMessageChunk(c) => Some(&c.content),
-            _ => None,
-        })
+        message_text(&self.updates)
     }
 
     /// The concatenated text of the agent's thought chunks.
     pub fn thoughts(&self) -> String {
-        self.chunks(|u| match u {
+        chunks(&self.updates, |u| match u {
             SessionUpdate::AgentThoughtChunk(c) => Some(&c.content),
             _ => None,
         })
-    }
-
-    fn chunks(&self, pick: impl Fn(&SessionUpdate) -> Option<&schema::ContentBlock>) -> String {
-        self.updates
-            .iter()
-            .filter_map(pick)
-            .filter_map(|b| match b {
-                schema::ContentBlock::Text(t) => Some(t.text.as_str()),
-                _ => None,
-            })
-            .collect()
     }
 
     /// The plans sent, in order.
@@ -281,4 +267,27 @@ pub(super) fn malformed(message: &Value) -> Option<&'static str> {
             _ => None,
         },
     }
+}
+
+/// The concatenated text of the agent's message chunks among `updates`.
+pub(super) fn message_text(updates: &[SessionUpdate]) -> String {
+    chunks(updates, |u| match u {
+        SessionUpdate::AgentMessageChunk(c) => Some(&c.content),
+        _ => None,
+    })
+}
+
+/// The concatenated text of the text blocks `pick` finds among `updates`.
+fn chunks(
+    updates: &[SessionUpdate],
+    pick: impl Fn(&SessionUpdate) -> Option<&schema::ContentBlock>,
+) -> String {
+    updates
+        .iter()
+        .filter_map(pick)
+        .filter_map(|b| match b {
+            schema::ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
