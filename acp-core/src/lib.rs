@@ -70,7 +70,7 @@ pub use agent::{Agent, CommandInput, Prompt, SessionSetup};
 pub use error::{Error, Result};
 pub use launch::serve_main;
 pub use mcp::{McpPermission, McpState, McpStatus};
-pub use serve::{DEFAULT_DETACH, Server, serve, serve_stdio};
+pub use serve::{DEFAULT_DETACHED_TURNS, Server, serve, serve_stdio};
 pub use session::Elicited;
 pub use session::{
     Choice, Client, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Fs, Modes, Persist,

@@ -32,7 +32,7 @@ const DETACHED_DRAIN_WAIT: Duration = Duration::from_secs(10);
 
 /// How long turns run on after their client went away, on the network service (see
 /// [`Server::detached_turns`]).
-pub const DEFAULT_DETACH: Duration = Duration::from_secs(600);
+pub const DEFAULT_DETACHED_TURNS: Duration = Duration::from_secs(600);
 
 /// How long the sessions' MCP servers get to stop when the connection ends, after which the
 /// rest are killed (dropping a server kills its process group).
@@ -148,7 +148,7 @@ impl<A: Agent> Server<A> {
     }
 
     /// Keeps a connection's running turns going for up to `limit` after its client went
-    /// away (default: [`DEFAULT_DETACH`] on the network service, [`Server::router`]; `ZERO`
+    /// away (default: [`DEFAULT_DETACHED_TURNS`] on the network service, [`Server::router`]; `ZERO`
     /// elsewhere, where a client that closes the connection cancels its turns).
     ///
     /// What such a turn sends is recorded as before (with a store) and goes nowhere; what it

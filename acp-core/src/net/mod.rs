@@ -81,7 +81,7 @@ impl<A: Agent> Server<A> {
     /// on-disk store (and the session lease is `$ACP_SESSION_LEASE_MS` unless set), shared by
     /// every connection: a client that reconnects loads its
     /// sessions (`session/load`, `session/resume`) on its new connection. A turn whose client
-    /// went away keeps running (up to [`DEFAULT_DETACH`](crate::DEFAULT_DETACH) unless
+    /// went away keeps running (up to [`DEFAULT_DETACHED_TURNS`](crate::DEFAULT_DETACHED_TURNS) unless
     /// [`detached_turns`](Server::detached_turns) says otherwise), and the client that comes
     /// back gets all of it.
     ///
@@ -100,7 +100,9 @@ impl<A: Agent> Server<A> {
     pub fn router(self, config: HttpConfig) -> Result<axum::Router> {
         config.validate()?;
         let mut server = self.env_defaults()?;
-        server.detach.get_or_insert(crate::serve::DEFAULT_DETACH);
+        server
+            .detach
+            .get_or_insert(crate::serve::DEFAULT_DETACHED_TURNS);
         let server = Arc::new(server.into_shared());
         let store = server.store();
         let serve: ServeFn = Arc::new(move |input, output, user| {
