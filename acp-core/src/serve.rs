@@ -15,6 +15,7 @@ use crate::peer::{DEFAULT_MAX_IN_FLIGHT, Journal, Peer, read_loop, write_loop};
 use crate::router::Router;
 use crate::session::Connection;
 use crate::session::detached::Detach;
+use crate::session::grant::Grant;
 use crate::store::SessionStore;
 use crate::tools::Tools;
 use crate::transport::lines::DEFAULT_MAX_LINE;
@@ -40,6 +41,10 @@ const MCP_STOP_WAIT: Duration = Duration::from_millis(300);
 
 /// The variable [`Server::serve_stdio`] takes the session lease's period from, in ms.
 const LEASE_VAR: &str = "ACP_SESSION_LEASE_MS";
+
+/// The variable naming more of the service's secrets, which no child process inherits (see
+/// [`Server::secret_env`]).
+const SECRET_VARS_VAR: &str = "ACP_SECRET_VARS";
 
 /// Serves `agent` on the process's stdin and stdout until the client closes stdin, with the
 /// default limits and sessions recorded in the agent's default on-disk store, or in the one
@@ -102,6 +107,8 @@ pub struct Server<A> {
     /// How long turns run on after their client went away; `None`: not set (the network
     /// service's default, none elsewhere).
     pub(crate) detach: Option<Duration>,
+    /// The variables no child process inherits, beside the built-in ones.
+    secrets: Vec<String>,
     /// The endpoints the editor may configure (`providers/*`).
     #[cfg(feature = "llm-providers")]
     llm_providers: Option<crate::llm::providers::Endpoints>,
@@ -142,9 +149,37 @@ impl<A: Agent> Server<A> {
             local_files: None,
             lease_ttl: None,
             detach: None,
+            secrets: Vec::new(),
             #[cfg(feature = "llm-providers")]
             llm_providers: None,
         }
+    }
+
+    /// The agent's name (`info().name`).
+    #[cfg(feature = "http")]
+    pub(crate) fn agent_name(&self) -> String {
+        self.agent.info().name
+    }
+
+    /// Keeps the environment variables `names` from every process the agent starts for a
+    /// client (the client's MCP servers, local commands and terminals), as it keeps its own
+    /// secrets: `$ACP_TOKEN`, `$ACP_TOKENS`, `$ACP_DATABASE_URL`, `$OPENAI_API_KEY` and
+    /// `$ANTHROPIC_API_KEY` are never passed on. `$ACP_SECRET_VARS` (names separated by commas
+    /// or whitespace) adds more with no code. Over the network a child starts from an empty
+    /// environment anyway, but for `PATH`, `HOME`, the locale and what the operator passes
+    /// (see `net::HttpConfig::pass_env`).
+    ///
+    /// ```no_run
+    /// # async fn demo(agent: impl acp_core::Agent) -> acp_core::Result<()> {
+    /// acp_core::Server::new(agent)
+    ///     .secret_env(["GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"])
+    ///     .serve_stdio()
+    ///     .await
+    /// # }
+    /// ```
+    pub fn secret_env<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.secrets.extend(names.into_iter().map(Into::into));
+        self
     }
 
     /// Keeps a connection's running turns going for up to `limit` after its client went
@@ -322,7 +357,9 @@ impl<A: Agent> Server<A> {
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        self.into_shared().serve(reader, writer, None).await
+        self.into_shared()
+            .serve(reader, writer, None, Grant::host())
+            .await
     }
 
     /// What every connection of this server shares (the network serves many).
@@ -338,6 +375,7 @@ impl<A: Agent> Server<A> {
             local_files,
             lease_ttl,
             detach,
+            secrets,
             #[cfg(feature = "llm-providers")]
             llm_providers,
         } = self;
@@ -360,6 +398,8 @@ impl<A: Agent> Server<A> {
             local_files,
             lease_ttl,
             detach,
+            secrets: secrets.into(),
+            owners: Arc::default(),
             #[cfg(feature = "llm-providers")]
             llm_providers,
         }
@@ -377,6 +417,15 @@ impl<A: Agent> Server<A> {
                 Error::msg(format!("{LEASE_VAR} must be a number of milliseconds"))
             })?;
             self = self.session_lease(Duration::from_millis(ms));
+        }
+        if let Some(names) = std::env::var_os(SECRET_VARS_VAR) {
+            let names = names.to_string_lossy().into_owned();
+            self.secrets.extend(
+                names
+                    .split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned),
+            );
         }
         if matches!(self.store, Store::Default) {
             let opening = crate::store::url::opening_default(&self.agent.info().name)?;
@@ -399,6 +448,9 @@ pub(crate) struct Shared<A> {
     local_files: Option<Arc<dyn crate::session::local::fs::Files>>,
     lease_ttl: Option<Duration>,
     detach: Option<Detach>,
+    secrets: Arc<[String]>,
+    /// Who opened which session, for the owner check without a store.
+    owners: Arc<crate::session::registry::Owners>,
     #[cfg(feature = "llm-providers")]
     llm_providers: Option<crate::llm::providers::Endpoints>,
 }
@@ -411,8 +463,15 @@ impl<A: Agent> Shared<A> {
     }
 
     /// Serves one connection over a byte stream pair, for `user` if the network service
-    /// named one (see `Connection::user`): see [`serve`].
-    pub(crate) async fn serve<R, W>(&self, reader: R, writer: W, user: Option<String>) -> Result<()>
+    /// named one (see `Connection::user`), with what the operator granted its client
+    /// (everything over stdio): see [`serve`].
+    pub(crate) async fn serve<R, W>(
+        &self,
+        reader: R,
+        writer: W,
+        user: Option<String>,
+        grant: Grant,
+    ) -> Result<()>
     where
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -428,6 +487,8 @@ impl<A: Agent> Shared<A> {
             local_files,
             lease_ttl,
             detach,
+            secrets,
+            owners,
             #[cfg(feature = "llm-providers")]
             llm_providers,
         } = self;
@@ -456,6 +517,8 @@ impl<A: Agent> Shared<A> {
         conn.local_files = local_files;
         conn.lease_ttl = lease_ttl.unwrap_or(crate::session::DEFAULT_LEASE_TTL);
         conn.user = user;
+        conn.grant = grant.secrets(secrets.clone());
+        conn.owners = owners.clone();
         let conn = Arc::new(conn);
         conn.extensions.insert(settings.clone());
         conn.extensions.insert(McpConfig {

@@ -65,7 +65,11 @@ async fn serve(server: Server<Worker>, config: HttpConfig) -> String {
 }
 
 async fn start() -> String {
-    serve(Server::new(Worker).no_store(), HttpConfig::bearer(TOKEN)).await
+    serve(
+        Server::new(Worker).no_store(),
+        HttpConfig::bearer(TOKEN).roots(["/"]),
+    )
+    .await
 }
 
 #[tokio::test]
@@ -149,7 +153,7 @@ async fn session_load_on_a_second_connection_sees_the_replay() {
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::default());
     let url = serve(
         Server::new(Worker).shared_store(store),
-        HttpConfig::bearer(TOKEN),
+        HttpConfig::bearer(TOKEN).roots(["/"]),
     )
     .await;
     let words: Vec<String> = (0..50).map(|i| format!("w{i}")).collect();
@@ -204,7 +208,7 @@ async fn serve_recorded() -> (String, Arc<Mutex<Vec<Seen>>>) {
     };
     let router = Server::new(Worker)
         .no_store()
-        .router(HttpConfig::bearer(TOKEN))
+        .router(HttpConfig::bearer(TOKEN).roots(["/"]))
         .unwrap()
         .layer(axum::middleware::from_fn(record));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -286,7 +290,7 @@ async fn a_refused_request_is_answered_with_an_error_naming_the_status() {
 async fn closing_the_client_ends_its_connection() {
     let url = serve(
         Server::new(Worker).no_store(),
-        HttpConfig::bearer(TOKEN).max_connections(1),
+        HttpConfig::bearer(TOKEN).roots(["/"]).max_connections(1),
     )
     .await;
     let client = TestClient::builder().http(&url, TOKEN).await.unwrap();

@@ -59,7 +59,7 @@ async fn serve(agent: Slow, detach: Option<Duration>) -> String {
     if let Some(limit) = detach {
         server = server.detached_turns(limit);
     }
-    tokio::spawn(server.serve_http_on(listener, HttpConfig::bearer(TOKEN)));
+    tokio::spawn(server.serve_http_on(listener, HttpConfig::bearer(TOKEN).roots(["/"])));
     url
 }
 

@@ -51,6 +51,7 @@ fn two_users() -> HttpConfig {
         ("alice", ALICE.trim_start_matches("Bearer ")),
         ("bob", BOB.trim_start_matches("Bearer ")),
     ])
+    .roots(["/"])
 }
 
 /// The ids a `session/list` answer lists.
@@ -172,7 +173,8 @@ async fn users_named_by_the_host_keep_to_their_connections_and_sessions_over_str
     let config = HttpConfig::users(|parts| {
         let user = parts.headers.get("x-user")?.to_str().ok()?;
         Some(user.to_owned())
-    });
+    })
+    .roots(["/"]);
     let (url, _store) = start_recorded(config).await;
     let as_alice = [("x-user", "alice")];
     let alices = http_connect_with(&url, &as_alice).await;
@@ -233,7 +235,7 @@ async fn users_named_by_the_host_keep_to_their_connections_and_sessions_over_str
 
 #[tokio::test]
 async fn one_token_is_one_user_who_sees_every_session() {
-    let (url, store) = start_recorded(HttpConfig::bearer(TOKEN)).await;
+    let (url, store) = start_recorded(HttpConfig::bearer(TOKEN).roots(["/"])).await;
     // A session recorded with no user (as over stdio) and one of a named user.
     let owned = acp_core::store::StoredSession::new("sess_owned", "/tmp").owned_by("carol");
     store.save_session(&owned).await.unwrap();

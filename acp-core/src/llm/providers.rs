@@ -24,8 +24,10 @@ use crate::{Error, Result};
 /// It starts as the provider it is made with (typically [`from_env`](super::from_env)'s).
 /// When the editor sets it (`providers/set`: an API type, a base URL, headers), its calls go
 /// to an [`OpenAi`] or [`Anthropic`] client of that URL, sending those headers (which replace
-/// the provider's own of the same name: a gateway's `Authorization` wins) and the API key of
-/// the environment for that API (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`) when there is one.
+/// the provider's own of the same name: a gateway's `Authorization` wins) and, only when the
+/// URL is the one the endpoint started with, the API key of the environment for that API
+/// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`): the operator's key never goes to a URL the
+/// editor chose.
 /// Disabled, each call fails with an error saying so, until the editor sets it again.
 ///
 /// Cheap to clone: clones share their state.
@@ -155,6 +157,11 @@ impl Endpoint {
             .headers
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str()));
+        // The operator's key goes only where the operator pointed the endpoint.
+        let own_url = self.inner.initial.route().is_some_and(|route| {
+            route.base_url.trim_end_matches('/') == request.base_url.trim_end_matches('/')
+        });
+        let env_key = |var: &str| env_key(var).filter(|_| own_url);
         let provider: Arc<dyn Provider> = match &request.api_type {
             LlmProtocol::OpenAi => Arc::new(
                 OpenAi::new(&request.base_url, env_key("OPENAI_API_KEY"))

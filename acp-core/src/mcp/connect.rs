@@ -1,5 +1,5 @@
 //! Connecting one MCP server the client named: a child process over stdio (in the session's
-//! cwd, with its configured env, in a process group of its own so that everything it starts
+//! cwd, with its configured env over the service's less its secrets (see `Grant::child_env`), in a process group of its own so that everything it starts
 //! is stopped with it), streamable HTTP (feature `mcp-http`) or the legacy HTTP+SSE transport
 //! (feature `mcp-sse`, `sse.rs`); the MCP handshake and the list of its tools; and
 //! stopping it again (stdin closed, a short wait, then the whole process group killed and
@@ -16,7 +16,8 @@ use tokio::process::{Child, Command};
 use tracing::{debug, warn};
 
 use crate::schema::McpServer;
-use crate::session::local::kill_group;
+use crate::session::grant::Grant;
+use crate::session::local::{exited, kill_group};
 
 /// How long a stdio server gets to exit on its own once its stdin is closed, before it is
 /// killed.
@@ -56,6 +57,7 @@ pub(crate) async fn connect(
     server: &McpServer,
     cwd: &Path,
     client: &crate::schema::Implementation,
+    grant: &Grant,
 ) -> Result<Live, String> {
     let mut info = Implementation::new(client.name.clone(), client.version.clone());
     info.title = client.title.clone();
@@ -63,6 +65,8 @@ pub(crate) async fn connect(
     match server {
         McpServer::Stdio(s) => {
             let mut command = Command::new(&s.command);
+            // The service's secrets stay with it; then what the client configured.
+            grant.child_env(&mut command);
             command
                 .args(&s.args)
                 .envs(s.env.iter().map(|v| (&v.name, &v.value)))
@@ -195,19 +199,22 @@ impl ChildGuard {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        match tokio::time::timeout(EXIT_WAIT, child.wait()).await {
-            Ok(Ok(status)) => debug!(pid = ?self.pid, %status, "MCP server exited"),
+        // Not reaped before its group is killed: the group's id is still the server's.
+        match tokio::time::timeout(EXIT_WAIT, exited(&child)).await {
+            Ok(Ok(status)) => {
+                debug!(pid = ?self.pid, %status, "MCP server exited");
+                // Whatever the server itself started in its group goes too.
+                kill_group(self.pid);
+            }
             _ => {
                 kill_group(self.pid);
                 let _ = child.start_kill();
-                if let Err(e) = child.wait().await {
-                    warn!(pid = ?self.pid, "could not reap an MCP server: {e}");
-                }
                 debug!(pid = ?self.pid, "MCP server killed");
             }
         }
-        // Whatever the server itself started in its group goes too.
-        kill_group(self.pid);
+        if let Err(e) = child.wait().await {
+            warn!(pid = ?self.pid, "could not reap an MCP server: {e}");
+        }
     }
 }
 

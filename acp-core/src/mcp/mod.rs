@@ -144,6 +144,7 @@ pub(crate) fn attach(state: &Arc<SessionState>, reserved: Vec<String>) {
     let config = config(&state.conn);
     let servers = state.mcp_servers.clone();
     let cwd = state.roots.cwd.clone();
+    let grant = state.conn.grant.clone();
     let (tx, rx) = watch::channel(None);
     let timeout = config.timeout;
     let span = debug_span!("mcp", session = %state.id);
@@ -153,13 +154,19 @@ pub(crate) fn attach(state: &Arc<SessionState>, reserved: Vec<String>) {
                 let name = connect::name(server);
                 let client = config.client.clone();
                 let cwd = cwd.clone();
+                let grant = &grant;
                 async move {
-                    let outcome =
-                        tokio::time::timeout(timeout, connect::connect(server, &cwd, &client))
-                            .await
-                            .unwrap_or_else(|_| {
-                                Err(format!("it did not finish starting within {timeout:?}"))
-                            });
+                    let connecting = async {
+                        // What the operator did not grant the client is neither started nor
+                        // reached.
+                        grant.mcp_server(server)?;
+                        connect::connect(server, &cwd, &client, grant).await
+                    };
+                    let outcome = tokio::time::timeout(timeout, connecting)
+                        .await
+                        .unwrap_or_else(|_| {
+                            Err(format!("it did not finish starting within {timeout:?}"))
+                        });
                     match &outcome {
                         Ok(live) => {
                             debug!(server = %name, tools = live.tools.len(), "MCP server connected")

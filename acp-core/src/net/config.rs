@@ -101,6 +101,8 @@ pub struct HttpConfig {
     pub(crate) max_connections: usize,
     pub(crate) idle_timeout: Duration,
     pub(crate) header_timeout: Duration,
+    /// What each user may reach on the agent's machine (`grants.rs`).
+    pub(crate) grants: super::grants::Grants,
 }
 
 impl fmt::Debug for HttpConfig {
@@ -118,6 +120,7 @@ impl fmt::Debug for HttpConfig {
             .field("max_connections", &self.max_connections)
             .field("idle_timeout", &self.idle_timeout)
             .field("header_timeout", &self.header_timeout)
+            .field("grants", &self.grants)
             .finish()
     }
 }
@@ -139,10 +142,10 @@ impl HttpConfig {
             let tokens = tokens
                 .into_string()
                 .map_err(|_| Error::msg(format!("${TOKENS_VAR} is not UTF-8")))?;
-            return Self::parse_tokens(&tokens);
+            return Self::parse_tokens(&tokens)?.grants_from_env();
         }
         match std::env::var(TOKEN_VAR) {
-            Ok(token) if !token.trim().is_empty() => Ok(Self::bearer(token.trim())),
+            Ok(token) if !token.trim().is_empty() => Self::bearer(token.trim()).grants_from_env(),
             _ => Err(Error::msg(format!(
                 "refusing to listen without a bearer token: set ${TOKEN_VAR} to a long random \
                  secret (e.g. `export {TOKEN_VAR}=$(openssl rand -hex 32)`) and give it to the \
@@ -233,6 +236,7 @@ impl HttpConfig {
             max_connections: 256,
             idle_timeout: Duration::from_secs(300),
             header_timeout: Duration::from_secs(30),
+            grants: Default::default(),
         }
     }
 

@@ -23,6 +23,7 @@
 
 mod bridge;
 mod config;
+mod grants;
 mod sse;
 mod stream;
 mod ws;
@@ -45,6 +46,7 @@ use tracing::{debug, info};
 /// The axum this service is built on (to mount [`Server::router`] with the same version).
 pub use axum;
 pub use config::{HttpConfig, TOKEN_VAR, TOKENS_VAR};
+pub use grants::{ALLOW_PROVIDERS_VAR, MCP_COMMANDS_VAR, MCP_URLS_VAR, PASS_ENV_VAR, ROOTS_VAR};
 /// What a host's check ([`HttpConfig::check`]) sees of a request: its method, URI and headers.
 pub use http::request::Parts as RequestParts;
 
@@ -99,6 +101,7 @@ impl<A: Agent> Server<A> {
     /// ```
     pub fn router(self, config: HttpConfig) -> Result<axum::Router> {
         config.validate()?;
+        let grants = Arc::new(config.grants.resolve(&self.agent_name())?);
         let mut server = self.env_defaults()?;
         server
             .detach
@@ -107,8 +110,9 @@ impl<A: Agent> Server<A> {
         let store = server.store();
         let serve: ServeFn = Arc::new(move |input, output, user| {
             let server = server.clone();
+            let grant = grants.grant(user.as_deref());
             Box::pin(async move {
-                if let Err(e) = server.serve(input, output, user).await {
+                if let Err(e) = server.serve(input, output, user, grant).await {
                     debug!("a network connection ended: {e}");
                 }
             })

@@ -253,7 +253,7 @@ pub(super) fn resume<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::ResumeSessionRequest = params(methods::SESSION_RESUME, raw)?;
-    let roots = Roots::new(req.cwd, req.additional_directories)?;
+    let roots = r.conn.roots(req.cwd, req.additional_directories)?;
     let reopen_ = Reopen {
         session_id: req.session_id,
         roots,

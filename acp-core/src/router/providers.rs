@@ -1,7 +1,8 @@
 //! `providers/list`, `providers/set` and `providers/disable` (feature `llm-providers`; the
 //! unstable "Configurable LLM Providers" RFD), answered inline from the endpoints the server
 //! was given ([`Server::llm_providers`](crate::Server::llm_providers)); their gate is that
-//! there are some.
+//! there are some and that the client may set them (a network client only when the
+//! operator allows it).
 
 use serde_json::value::RawValue;
 
@@ -15,9 +16,11 @@ use crate::schema::{
     SetProviderResponse,
 };
 
-/// The gate: the server was given endpoints.
+/// The gate: the server was given endpoints, and the operator lets this client repoint them
+/// (always over stdio; on the network only when granted: the endpoints are the process's,
+/// shared by every user, and carry the operator's keys).
 pub(super) fn configurable<A: Agent>(r: &Router<A>) -> bool {
-    r.conn.extensions.get::<Endpoints>().is_some()
+    r.conn.grant.providers() && r.conn.extensions.get::<Endpoints>().is_some()
 }
 
 /// The three routes.

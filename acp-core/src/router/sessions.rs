@@ -20,7 +20,6 @@ use crate::protocol::methods;
 use crate::schema::{
     self, AvailableCommand, Meta, RequestId, SessionConfigOption, SessionId, SessionModeState,
 };
-use crate::session::roots::Roots;
 use crate::session::{Client, Connection, Request, Session, SessionState, registry};
 use crate::turn;
 use crate::{Error, Result};
@@ -52,7 +51,7 @@ pub(super) fn new_session<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::NewSessionRequest = params(methods::SESSION_NEW, raw)?;
-    let roots = Roots::new(req.cwd, req.additional_directories)?;
+    let roots = r.conn.roots(req.cwd, req.additional_directories)?;
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
     Ok(Box::pin(async move {
         if let Err(e) = authenticated(&*agent, &conn).await {
@@ -79,7 +78,7 @@ pub(super) fn load_session<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::LoadSessionRequest = params(methods::SESSION_LOAD, raw)?;
-    let roots = Roots::new(req.cwd, req.additional_directories)?;
+    let roots = r.conn.roots(req.cwd, req.additional_directories)?;
     if r.store().is_some() {
         let reopen = history::Reopen {
             session_id: req.session_id,
@@ -89,6 +88,10 @@ pub(super) fn load_session<A: Agent>(
             replay: true,
         };
         return Ok(history::reopen(r, id, reopen));
+    }
+    // Another user's session is answered as one that does not exist.
+    if !r.conn.owners.sees(&req.session_id, r.conn.user.as_deref()) {
+        return Err(schema::Error::session_not_found(req.session_id));
     }
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
     Ok(Box::pin(async move {
@@ -170,6 +173,11 @@ pub(super) async fn open_session<A: Agent, T: OpenAnswer>(
         meta: setup.meta,
     };
     let session_id = state.id.clone();
+    if conn.peer.journal.store().is_none()
+        && let Some(user) = &conn.user
+    {
+        conn.owners.record(&session_id, user);
+    }
     history::save(conn, &state, title).await;
     if let Some(store) = conn.peer.journal.store() {
         super::lease::keep(store.clone(), &state);

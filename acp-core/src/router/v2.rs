@@ -349,7 +349,7 @@ fn resume<A: Agent>(
     v2::request_params(methods::SESSION_RESUME, &mut value);
     let req: schema::ResumeSessionRequest = serde_json::from_value(value)
         .map_err(|e| crate::Error::InvalidParams(e.to_string()).to_rpc())?;
-    let roots = crate::session::roots::Roots::new(req.cwd, req.additional_directories)?;
+    let roots = r.conn.roots(req.cwd, req.additional_directories)?;
     Ok(history::reopen(
         r,
         id,
@@ -413,6 +413,20 @@ fn prompt<A: Agent>(
             let _ = conn.peer.send(Frame::new(bytes, None)).await;
         }));
     }
+    // A bounded queue: beyond it the prompt is refused, and nothing of it is kept.
+    let bytes = raw.map_or(0, |raw| raw.get().len());
+    let queued = state.backlog.admit(bytes).ok_or_else(|| {
+        schema::Error::new(
+            schema::ErrorCode::InvalidRequest.into(),
+            format!(
+                "session `{}` has too many prompts waiting (at most {} prompts, {} MiB in all); \
+                 send this one once a waiting prompt has started, or cancel",
+                state.id,
+                crate::session::state::MAX_QUEUED_PROMPTS,
+                crate::session::state::MAX_QUEUED_BYTES >> 20,
+            ),
+        )
+    })?;
     let blocks = req.prompt.clone();
     let prompt = Prompt::from_request(req);
     super::prompt::refuse_unaccepted(r, &prompt, "session.prompt")?;
@@ -443,6 +457,8 @@ fn prompt<A: Agent>(
                 () = peer.turns.cancelled() => return,
                 slot = state.queue.clone().lock_owned() => slot,
             };
+            // Out of the queue: its place is free for the next prompt.
+            drop(queued);
             let turn = Arc::new(Turn::new(&peer.turns));
             if state.is_closed() || !state.start_turn(&turn) {
                 let e = crate::Error::SessionClosed.to_rpc();

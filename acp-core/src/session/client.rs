@@ -100,6 +100,16 @@ impl Client {
         self.conn.client_info.get().and_then(Option::as_ref)
     }
 
+    /// The user the network service serves this connection as, when it names users
+    /// (`net::HttpConfig::bearer_tokens`, `net::HttpConfig::users`, `$ACP_TOKENS`); `None`
+    /// over stdio and with a single token. An agent that keeps its own history (no store)
+    /// checks with it that a session it loads is the user's: the runtime refuses another
+    /// user's session only where it knows the owner (the store's, or one opened on this
+    /// server).
+    pub fn user(&self) -> Option<&str> {
+        self.conn.user.as_deref()
+    }
+
     /// Whether the client completed `authenticate` on this connection (and did not `logout`
     /// since).
     pub fn has_authenticated(&self) -> bool {

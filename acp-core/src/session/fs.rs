@@ -36,8 +36,10 @@ impl Session {
 ///
 /// **Locally.** With [`Server::local_fallback`](crate::Server::local_fallback), what the client
 /// does not offer (reading, writing: each on its own) is done on the agent's machine instead,
-/// within the same boundary, checked the same way (lexically: a symlink inside the roots is
-/// followed). `line` and `limit` select lines as the client does, keeping their line endings;
+/// within the same boundary, with symbolic links resolved: a link that leads out of the
+/// session's directories is refused with [`Error::OutsideRoots`], on read and on write (see
+/// `local::fs`). On the network, even [`Fs::unrestricted`] stays within the directories the
+/// operator granted the client. `line` and `limit` select lines as the client does, keeping their line endings;
 /// a write replaces the file or creates it, and the directories it would be in, as an editor
 /// saving a new buffer does. Errors are then [`Error::Io`] (a missing file: `NotFound`, which
 /// [`Error::is_not_found`] tells apart too). Files are read from disk: unsaved editor buffers
@@ -103,9 +105,10 @@ impl Fs<'_> {
         }
         if self.backend(|b| b.read) == Backend::Local {
             let path = self.path(path)?;
+            let anchor = self.anchor(&path)?;
             self.cx.check_usable()?;
             let files = self.cx.connection().local_files.as_ref();
-            return local::fs::read(files, &path, line, limit).await;
+            return local::fs::read(files, anchor, &path, line, limit).await;
         }
         let params = schema::ReadTextFileRequest::new(self.cx.id().clone(), self.path(path)?)
             .line(line)
@@ -126,9 +129,10 @@ impl Fs<'_> {
         }
         if self.backend(|b| b.write) == Backend::Local {
             let path = self.path(path)?;
+            let anchor = self.anchor(&path)?;
             self.cx.check_usable()?;
             let files = self.cx.connection().local_files.as_ref();
-            return local::fs::write(files, &path, &content.into()).await;
+            return local::fs::write(files, anchor, &path, &content.into()).await;
         }
         let params = schema::WriteTextFileRequest::new(
             self.cx.id().clone(),
@@ -140,6 +144,27 @@ impl Fs<'_> {
             .request(methods::FS_WRITE_TEXT_FILE, &params)
             .await?;
         Ok(())
+    }
+
+    /// The directory a local file operation on `path` (resolved) must stay below once links
+    /// are resolved: its session root, or unrestricted, the directory granted to a network
+    /// client it lies in (a path outside every granted one is refused) or none over stdio.
+    fn anchor(&self, path: &Path) -> Result<Option<&Path>> {
+        let roots = &self.cx.state.roots;
+        if self.restricted {
+            return Ok(roots.root_of(path));
+        }
+        self.cx
+            .connection()
+            .grant
+            .anchor_of(path)
+            .ok_or_else(|| Error::OutsideRoots {
+                path: path.to_path_buf(),
+                roots: format!(
+                    "`{}`, the directories granted to this client",
+                    roots.cwd.display()
+                ),
+            })
     }
 
     /// The path to send: absolute, normalized, and inside the roots unless unrestricted.

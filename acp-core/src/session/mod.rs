@@ -8,6 +8,7 @@ pub(crate) mod config;
 pub(crate) mod detached;
 mod elicit;
 mod fs;
+pub(crate) mod grant;
 pub(crate) mod local;
 mod messages;
 mod persist;

@@ -1,12 +1,49 @@
 //! The sessions of one connection, by id: added when a session is created or loaded, removed
 //! when it is closed, and all dropped when the connection ends (which frees their memory and
-//! breaks the session → connection references).
+//! breaks the session → connection references); and, across the connections of a server
+//! without a store, who opened each session ([`Owners`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use super::state::SessionState;
 use crate::schema::SessionId;
+
+/// How many sessions [`Owners`] remembers (the oldest are forgotten first).
+const MAX_OWNERS: usize = 65_536;
+
+/// Who opened the sessions of a server that keeps no store (the network's users), so that
+/// the runtime's owner check holds without one: a user cannot `session/load` a session
+/// another user opened on this server, even when the agent loads sessions itself. Shared by
+/// the server's connections; bounded.
+#[derive(Debug, Default)]
+pub(crate) struct Owners(Mutex<(HashMap<SessionId, String>, VecDeque<SessionId>)>);
+
+impl Owners {
+    /// Records that `user` opened session `id`.
+    pub fn record(&self, id: &SessionId, user: &str) {
+        let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (owners, order) = &mut *guard;
+        if owners.insert(id.clone(), user.to_owned()).is_none() {
+            order.push_back(id.clone());
+        }
+        while order.len() > MAX_OWNERS {
+            if let Some(oldest) = order.pop_front() {
+                owners.remove(&oldest);
+            }
+        }
+    }
+
+    /// Whether `user` (`None`: the one user of stdio or a single token) may open session
+    /// `id`: unless another user opened it on this server.
+    pub fn sees(&self, id: &SessionId, user: Option<&str>) -> bool {
+        let Some(user) = user else {
+            return true;
+        };
+        let guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        guard.0.get(id).is_none_or(|owner| owner == user)
+    }
+}
 
 /// The sessions of one connection.
 #[derive(Debug, Default)]

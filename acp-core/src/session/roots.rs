@@ -67,6 +67,16 @@ impl Roots {
         })
     }
 
+    /// The root `path` (absolute, normalized) lies in lexically: the deepest, when roots
+    /// nest.
+    pub fn root_of(&self, path: &Path) -> Option<&Path> {
+        std::iter::once(&self.cwd)
+            .chain(&self.additional)
+            .filter(|root| path.starts_with(root))
+            .max_by_key(|root| root.components().count())
+            .map(PathBuf::as_path)
+    }
+
     /// `path` made absolute against the cwd and normalized, wherever it points.
     pub fn absolute(&self, path: &Path) -> PathBuf {
         normalize(&self.cwd.join(path))

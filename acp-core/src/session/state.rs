@@ -102,6 +102,12 @@ pub(crate) struct Connection {
     /// new sessions are stamped with it, and it sees only its own sessions of the store;
     /// `None` (stdio, one bearer token): every session of the store.
     pub user: Option<String>,
+    /// What the operator granted this connection's client on the agent's machine (see
+    /// [`Grant`](super::grant::Grant)): everything over stdio.
+    pub grant: super::grant::Grant,
+    /// Who opened the sessions of the server when it keeps no store (shared by its
+    /// connections).
+    pub owners: Arc<super::registry::Owners>,
 }
 
 impl Connection {
@@ -124,6 +130,8 @@ impl Connection {
             lease_ttl: DEFAULT_LEASE_TTL,
             detach: None,
             user: None,
+            grant: super::grant::Grant::host(),
+            owners: Arc::default(),
         }
     }
 
@@ -165,6 +173,18 @@ impl Connection {
         self.terminal_observer.get()
     }
 
+    /// The directories of a session the client opens (`cwd`, `additionalDirectories`):
+    /// absolute (the spec's MUST) and within what the operator granted the client (the
+    /// network's users), resolved through symbolic links then; the `-32602` to answer with
+    /// otherwise.
+    pub fn roots(
+        &self,
+        cwd: std::path::PathBuf,
+        additional: Vec<std::path::PathBuf>,
+    ) -> Result<Roots, schema::Error> {
+        self.grant.check_roots(Roots::new(cwd, additional)?)
+    }
+
     /// The client's capabilities (none before `initialize`).
     pub fn client_capabilities(&self) -> &schema::ClientCapabilities {
         static NONE: OnceLock<schema::ClientCapabilities> = OnceLock::new();
@@ -178,6 +198,51 @@ impl Connection {
 /// after sending it; memory stays bounded however many prompts a session takes).
 #[cfg_attr(not(feature = "v2"), allow(dead_code))]
 pub(crate) const IDEMPOTENCY_KEYS: usize = 256;
+
+/// How many prompts may wait behind a session's running turn (v2).
+pub(crate) const MAX_QUEUED_PROMPTS: usize = 16;
+
+/// How many bytes of prompts (as the client sent them) may wait behind a session's running
+/// turn (v2).
+pub(crate) const MAX_QUEUED_BYTES: usize = 8 * 1024 * 1024;
+
+/// The prompts waiting behind a session's running turn: their count and bytes.
+#[derive(Debug, Default)]
+pub(crate) struct Backlog(Mutex<(usize, usize)>);
+
+impl Backlog {
+    /// A place in the queue for a prompt of `bytes`, if the queue has room for it (at most
+    /// [`MAX_QUEUED_PROMPTS`] prompts of [`MAX_QUEUED_BYTES`] in all); given back when the
+    /// place is dropped (the prompt's turn started, or it gave up).
+    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
+    pub fn admit(self: &Arc<Self>, bytes: usize) -> Option<Queued> {
+        let mut load = lock(&self.0);
+        let (count, total) = *load;
+        if count >= MAX_QUEUED_PROMPTS || total.saturating_add(bytes) > MAX_QUEUED_BYTES {
+            return None;
+        }
+        *load = (count + 1, total + bytes);
+        Some(Queued {
+            backlog: self.clone(),
+            bytes,
+        })
+    }
+}
+
+/// A prompt's place in its session's [`Backlog`].
+#[derive(Debug)]
+pub(crate) struct Queued {
+    backlog: Arc<Backlog>,
+    bytes: usize,
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        let mut load = lock(&self.backlog.0);
+        load.0 -= 1;
+        load.1 -= self.bytes;
+    }
+}
 
 /// How long a session's ownership lease lasts unless renewed: a replica that dies leaves its
 /// sessions to the others after this long.
@@ -218,6 +283,9 @@ pub(crate) struct SessionState {
     /// Cancelled (and replaced) by a cancel of the session: drops the prompts waiting in
     /// `queue`.
     pub waiting: Mutex<CancellationToken>,
+    /// The prompts waiting in `queue` and their size (v2): bounded, so that a client cannot
+    /// grow the agent's memory by queueing prompts behind a running turn.
+    pub backlog: Arc<Backlog>,
     /// The user message id each idempotency key of a prompt was given (v2): a retried prompt
     /// starts no second turn. The latest [`IDEMPOTENCY_KEYS`] keys, oldest first.
     pub idempotency: Mutex<VecDeque<(String, schema::MessageId)>>,
@@ -249,6 +317,7 @@ impl SessionState {
             persisted: PersistedValues::default(),
             queue: Arc::default(),
             waiting: Mutex::new(CancellationToken::new()),
+            backlog: Arc::default(),
             idempotency: Mutex::new(VecDeque::new()),
             local_terminals: Mutex::new(Vec::new()),
         })

@@ -118,13 +118,24 @@ impl<'a> Terminals<'a> {
             .cwd
             .as_deref()
             .map_or_else(|| roots.cwd.clone(), |cwd| roots.absolute(cwd));
+        // A network client's commands run only in the directories granted to it.
+        let grant = &self.cx.state.conn.grant;
+        if grant.confined() {
+            let resolved = crate::session::grant::resolve_existing(&cwd);
+            if grant.anchor_of(&resolved).is_none() {
+                return Err(Error::OutsideRoots {
+                    path: cwd,
+                    roots: format!("`{}`", roots.cwd.display()),
+                });
+            }
+        }
         // Stopped with the turn it was created in; outside a turn, with the connection.
         let stop = match &self.cx.turn {
             Some(turn) => turn.cancel.clone(),
             None => self.cx.state.conn.peer.closed.clone(),
         };
         let observer = self.cx.state.conn.terminal_observer();
-        let local = LocalTerminal::spawn(&req, cwd, stop, observer)?;
+        let local = LocalTerminal::spawn(&req, cwd, grant, stop, observer)?;
         self.cx.state.add_local_terminal(&local);
         // A cancelled turn kills it: the turn's end waits (briefly) for it to be gone, so
         // that what the connection shows of its exit comes before the turn's end.

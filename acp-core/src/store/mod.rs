@@ -67,7 +67,7 @@ mod opening;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod record;
-mod sqlite;
+pub(crate) mod sqlite;
 pub(crate) mod url;
 
 pub use memory::MemoryStore;

@@ -180,10 +180,12 @@ impl SqliteStore {
         let path = std::path::absolute(path)
             .map_err(|e| storage_error(format_args!("cannot open `{}`", path.display()), e))?;
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| {
+            private_dir(parent).map_err(|e| {
                 storage_error(format_args!("cannot create `{}`", parent.display()), e)
             })?;
         }
+        private_file(&path)
+            .map_err(|e| storage_error(format_args!("cannot create `{}`", path.display()), e))?;
         let conn = connect(&path)
             .and_then(|mut conn| migrate(&mut conn).map(|()| conn))
             .map_err(|e| naming(&path, e))?;
@@ -203,6 +205,17 @@ impl SqliteStore {
                 "session store: no data directory (set {DATA_DIR_VAR} or HOME)"
             ))
         })?;
+        // The agent's own directory holds every transcript: its owner's only, even when an
+        // earlier version created it readable by others.
+        #[cfg(unix)]
+        if let Some(dir) = path.parent() {
+            use std::os::unix::fs::PermissionsExt;
+            private_dir(dir)
+                .map_err(|e| storage_error(format_args!("cannot create `{}`", dir.display()), e))?;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
+                storage_error(format_args!("cannot make `{}` private", dir.display()), e)
+            })?;
+        }
         Self::open(path)
     }
 
@@ -220,6 +233,14 @@ impl SqliteStore {
             dir.join(location::dir_name(agent_name))
                 .join("sessions.sqlite3"),
         )
+    }
+
+    /// The directory of this agent's own data under the data directory (see
+    /// [`default_path`](Self::default_path)), e.g. where the network service keeps each
+    /// user's default workspace.
+    pub(crate) fn agent_dir(agent_name: &str) -> Option<PathBuf> {
+        let dir = location::data_dir_from(std::env::var_os(DATA_DIR_VAR), dirs::data_dir())?;
+        Some(dir.join(location::dir_name(agent_name)))
     }
 
     /// The database file (absolute).
@@ -348,4 +369,42 @@ impl<T> Db<T> for rusqlite::Result<T> {
     fn db(self) -> Result<T> {
         self.map_err(|e| storage_error("SQLite", e))
     }
+}
+
+/// Creates `dir` and the directories above it that are missing; the ones created are
+/// readable by their owner only (`0700` on Unix): the data directory holds every transcript.
+pub(crate) fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Creates the database file `path` readable and writable by its owner only (`0600` on
+/// Unix), or narrows an existing one, and the journal files beside it, to that: SQLite gives
+/// its `-wal` and `-shm` files the mode of the database file.
+fn private_file(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(path)?;
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            let file = Path::new(&name);
+            if let Ok(meta) = std::fs::metadata(file)
+                && meta.permissions().mode() & 0o077 != 0
+            {
+                std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))?;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }

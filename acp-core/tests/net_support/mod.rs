@@ -33,7 +33,9 @@ impl Agent for Echo {
 }
 
 /// Serves `Echo` (no store) with `config` on a free loopback port; its `/acp` URL.
+/// The network's mechanics, not what it grants: every directory is granted (`/`).
 pub async fn start(config: HttpConfig) -> String {
+    let config = config.roots(["/"]);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(Server::new(Echo).no_store().serve_http_on(listener, config));

@@ -1,8 +1,13 @@
 //! Text files on the agent's own machine, with the semantics of the client's
 //! `fs/read_text_file` and `fs/write_text_file`. The paths given here are already resolved
-//! and checked against the session's roots by [`Fs`](crate::session::Fs).
+//! and checked lexically against the session's roots by [`Fs`](crate::session::Fs); here
+//! they are opened below their root (the *anchor*) with symbolic links resolved by the
+//! kernel, so that a link pointing out of the root is refused as [`Error::OutsideRoots`],
+//! on read and on write, with no window between a check and the use (Linux: `openat2` with
+//! `RESOLVE_BENEATH`; elsewhere, or on a kernel without it, the path is resolved and checked
+//! just before it is opened).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::{Error, Result};
@@ -25,8 +30,11 @@ pub(crate) trait Files: std::fmt::Debug + Send + Sync + 'static {
 /// clients read it). Lines keep their line endings. A missing file is an [`Error::Io`] of
 /// kind `NotFound` ([`Error::is_not_found`]); a file that is not UTF-8 one of kind
 /// `InvalidData`.
+///
+/// With an `anchor`, the file must be below it once every symbolic link is resolved.
 pub(crate) async fn read(
     files: Option<&Arc<dyn Files>>,
+    anchor: Option<&Path>,
     path: &Path,
     line: Option<u32>,
     limit: Option<u32>,
@@ -36,11 +44,21 @@ pub(crate) async fn read(
         Some(files) => files
             .read(path)
             .ok_or_else(|| Error::io(doing(), std::io::ErrorKind::NotFound.into()))?,
-        None => tokio::fs::read_to_string(path)
-            .await
-            .map_err(|e| Error::io(doing(), e))?,
+        None => {
+            let (anchor, path) = (anchor.map(Path::to_path_buf), path.to_path_buf());
+            blocking(move || beneath::read(anchor.as_deref(), &path)).await?
+        }
     };
     Ok(select_lines(content, line, limit))
+}
+
+/// Runs `job` off the async runtime's threads.
+async fn blocking<T: Send + 'static>(
+    job: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(job)
+        .await
+        .unwrap_or_else(|e| Err(Error::msg(format!("a file operation did not finish: {e}"))))
 }
 
 /// `limit` lines of `content` from the 1-based `line`; all of it when neither is given.
@@ -60,8 +78,12 @@ pub(crate) fn select_lines(content: String, line: Option<u32>, limit: Option<u32
 /// Writes `content` to `path`, replacing the file or creating it, and the directories it
 /// would be in, as an editor saving a new buffer does (the caller checked that `path`, and so
 /// every directory above it up to a root, lies inside the session's roots).
+///
+/// With an `anchor`, the file and every directory created must be below it once every
+/// symbolic link is resolved.
 pub(crate) async fn write(
     files: Option<&Arc<dyn Files>>,
+    anchor: Option<&Path>,
     path: &Path,
     content: &str,
 ) -> Result<()> {
@@ -69,15 +91,195 @@ pub(crate) async fn write(
         files.write(path, content);
         return Ok(());
     }
-    let doing = || format!("writing `{}`", path.display());
-    if let Some(parent) = path.parent() {
-        tokio::fs::create_dir_all(parent)
-            .await
-            .map_err(|e| Error::io(doing(), e))?;
+    let (anchor, path) = (anchor.map(Path::to_path_buf), path.to_path_buf());
+    let content = content.to_owned();
+    blocking(move || beneath::write(anchor.as_deref(), &path, &content)).await
+}
+
+/// The error of a path that leads out of `anchor` through a symbolic link.
+fn escaped(path: &Path, anchor: &Path) -> Error {
+    Error::OutsideRoots {
+        path: path.to_path_buf(),
+        roots: format!("`{}`, which a symbolic link leads out of", anchor.display()),
     }
-    tokio::fs::write(path, content)
-        .await
-        .map_err(|e| Error::io(doing(), e))
+}
+
+/// `path` relative to `anchor` (`.` for the anchor itself).
+fn relative(anchor: &Path, path: &Path) -> Result<PathBuf> {
+    match path.strip_prefix(anchor) {
+        Ok(rel) if rel.as_os_str().is_empty() => Ok(PathBuf::from(".")),
+        Ok(rel) => Ok(rel.to_path_buf()),
+        Err(_) => Err(Error::OutsideRoots {
+            path: path.to_path_buf(),
+            roots: format!("`{}`", anchor.display()),
+        }),
+    }
+}
+
+/// Opening files below an anchor, links resolved by the kernel (`openat2`, Linux 5.6+).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod beneath {
+    use std::io::{Read, Write};
+    use std::os::fd::OwnedFd;
+    use std::path::{Component, Path, PathBuf};
+
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    use rustix::io::Errno;
+
+    use super::{escaped, relative};
+    use crate::{Error, Result};
+
+    /// `rel` opened below the directory `root`: a link (or `..`) that leads out of it is
+    /// `EXDEV`, a `/proc` magic link `ELOOP`.
+    fn at(root: &OwnedFd, rel: &Path, flags: OFlags, mode: Mode) -> rustix::io::Result<OwnedFd> {
+        rustix::fs::openat2(
+            root,
+            rel,
+            flags | OFlags::CLOEXEC,
+            mode,
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        )
+    }
+
+    fn root(anchor: &Path) -> rustix::io::Result<OwnedFd> {
+        rustix::fs::open(
+            anchor,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    }
+
+    /// What an `openat2` error means for `path`: leaving the anchor is `OutsideRoots`.
+    fn error(errno: Errno, anchor: &Path, path: &Path, doing: &str) -> Error {
+        match errno {
+            Errno::XDEV | Errno::LOOP => escaped(path, anchor),
+            other => Error::io(
+                format!("{doing} `{}`", path.display()),
+                std::io::Error::from(other),
+            ),
+        }
+    }
+
+    pub(super) fn read(anchor: Option<&Path>, path: &Path) -> Result<String> {
+        let Some(anchor) = anchor else {
+            return super::fallback::read(None, path);
+        };
+        let fail = |e| error(e, anchor, path, "reading");
+        let file = match root(anchor).and_then(|root| {
+            let rel = relative(anchor, path).map_err(|_| Errno::XDEV)?;
+            at(&root, &rel, OFlags::RDONLY, Mode::empty())
+        }) {
+            Ok(file) => file,
+            Err(Errno::NOSYS) => return super::fallback::read(Some(anchor), path),
+            Err(e) => return Err(fail(e)),
+        };
+        let mut content = String::new();
+        std::fs::File::from(file)
+            .read_to_string(&mut content)
+            .map_err(|e| Error::io(format!("reading `{}`", path.display()), e))?;
+        Ok(content)
+    }
+
+    pub(super) fn write(anchor: Option<&Path>, path: &Path, content: &str) -> Result<()> {
+        let Some(anchor) = anchor else {
+            return super::fallback::write(None, path, content);
+        };
+        let rel = relative(anchor, path)?;
+        let fail = |e| error(e, anchor, path, "writing");
+        // A session's directory that does not exist yet is created, as the directories below
+        // it are (an editor saving a new buffer creates them all).
+        let root = match root(anchor) {
+            Err(Errno::NOENT) => std::fs::create_dir_all(anchor)
+                .map_err(|e| Error::io(format!("writing `{}`", path.display()), e))
+                .and_then(|()| root(anchor).map_err(fail))?,
+            opened => opened.map_err(fail)?,
+        };
+        if let Some(parent) = rel.parent() {
+            match make_dirs(&root, parent) {
+                Ok(()) => {}
+                Err(Errno::NOSYS) => return super::fallback::write(Some(anchor), path, content),
+                Err(e) => return Err(fail(e)),
+            }
+        }
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC;
+        let file = at(&root, &rel, flags, Mode::from_raw_mode(0o666)).map_err(fail)?;
+        std::fs::File::from(file)
+            .write_all(content.as_bytes())
+            .map_err(|e| Error::io(format!("writing `{}`", path.display()), e))
+    }
+
+    /// Creates the directories of `rel` below `root` that are missing, each checked to be
+    /// below it.
+    fn make_dirs(root: &OwnedFd, rel: &Path) -> rustix::io::Result<()> {
+        let dir = OFlags::PATH | OFlags::DIRECTORY;
+        let mut prefix = PathBuf::new();
+        for part in rel.components() {
+            let Component::Normal(name) = part else {
+                continue;
+            };
+            let parent = if prefix.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                prefix.clone()
+            };
+            prefix.push(name);
+            match at(root, &prefix, dir, Mode::empty()) {
+                Ok(_) => continue,
+                Err(Errno::NOENT) => {}
+                Err(e) => return Err(e),
+            }
+            let parent = at(root, &parent, dir, Mode::empty())?;
+            match rustix::fs::mkdirat(&parent, name, Mode::from_raw_mode(0o777)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => return Err(e),
+            }
+            at(root, &prefix, dir, Mode::empty())?;
+        }
+        Ok(())
+    }
+}
+
+/// Elsewhere: the path resolved and checked just before it is opened.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+mod beneath {
+    pub(super) use super::fallback::{read, write};
+}
+
+/// Resolving the path (its longest existing part) and checking it lies below the anchor,
+/// then opening it: where the kernel cannot do both at once.
+mod fallback {
+    use std::path::Path;
+
+    use super::escaped;
+    use crate::session::grant::resolve_existing;
+    use crate::{Error, Result};
+
+    fn check(anchor: Option<&Path>, path: &Path) -> Result<()> {
+        let Some(anchor) = anchor else {
+            return Ok(());
+        };
+        let root = std::fs::canonicalize(anchor).unwrap_or_else(|_| anchor.to_path_buf());
+        if resolve_existing(path).starts_with(&root) {
+            Ok(())
+        } else {
+            Err(escaped(path, anchor))
+        }
+    }
+
+    pub(super) fn read(anchor: Option<&Path>, path: &Path) -> Result<String> {
+        check(anchor, path)?;
+        std::fs::read_to_string(path)
+            .map_err(|e| Error::io(format!("reading `{}`", path.display()), e))
+    }
+
+    pub(super) fn write(anchor: Option<&Path>, path: &Path, content: &str) -> Result<()> {
+        check(anchor, path)?;
+        let doing = || format!("writing `{}`", path.display());
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(doing(), e))?;
+        }
+        std::fs::write(path, content).map_err(|e| Error::io(doing(), e))
+    }
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use crate::schema::ClientCapabilities;
 
-pub(crate) use terminal::{LocalTerminal, kill_group};
+pub(crate) use terminal::{LocalTerminal, exited, kill_group};
 
 /// Where one facility of `cx.fs()` / `cx.terminal()` acts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

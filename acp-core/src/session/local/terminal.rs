@@ -25,6 +25,7 @@ use tracing::{debug, warn};
 
 use super::{TerminalEvent, TerminalObserver};
 use crate::schema::{self, SessionId, TerminalExitStatus, TerminalId};
+use crate::session::grant::Grant;
 use crate::{Error, Result};
 
 /// The output kept when the author sets no `outputByteLimit`: a command that prints forever
@@ -90,6 +91,7 @@ impl LocalTerminal {
     pub fn spawn(
         req: &schema::CreateTerminalRequest,
         cwd: PathBuf,
+        grant: &Grant,
         stop: CancellationToken,
         observer: Option<TerminalObserver>,
     ) -> Result<Arc<Self>> {
@@ -101,6 +103,7 @@ impl LocalTerminal {
             command.args(&req.args);
             command
         };
+        grant.child_env(&mut command);
         command
             .envs(req.env.iter().map(|v| (&v.name, &v.value)))
             .current_dir(&cwd)
@@ -359,8 +362,15 @@ async fn supervise(
         let _ = child.start_kill();
         true
     };
+    // Exited on its own, the command is reaped only once its group is done with: until
+    // then its pid, the group's id, cannot be given to another process, so the group
+    // signalled below is still ours.
+    let mut reaped = true;
     let status = tokio::select! {
-        status = child.wait() => status,
+        status = exited(&child) => {
+            reaped = false;
+            status
+        }
         () = terminal.kill.cancelled() => {
             group_killed = kill(&mut child);
             child.wait().await
@@ -388,6 +398,9 @@ async fn supervise(
     }
     if !group_killed {
         terminal.kill_group();
+    }
+    if !reaped {
+        let _ = child.wait().await;
     }
     if !read_all {
         let _ = tokio::time::timeout(DRAIN, &mut reading).await;
@@ -449,6 +462,58 @@ pub(crate) fn kill_group(pid: Option<u32>) {
     {
         let _ = kill_process_group(pid, Signal::KILL);
     }
+}
+
+/// Resolves once `child` has exited, with its status, *without reaping it*: while it is a
+/// zombie its pid, which is its process group's id, is not reused, so killing the group
+/// afterwards ([`kill_group`]) cannot reach another process. Reap it with `child.wait()`
+/// once done with its group. On Linux the exit is awaited on a pidfd; elsewhere (or where a
+/// pidfd cannot be had) polled.
+#[cfg(unix)]
+pub(crate) async fn exited(child: &Child) -> std::io::Result<ExitStatus> {
+    use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+    use std::os::unix::process::ExitStatusExt;
+    let Some(pid) = child
+        .id()
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(Pid::from_raw)
+    else {
+        return Err(std::io::Error::other("the process has no pid"));
+    };
+    // Deprecated as unsound for a `T` that may close its descriptor while registered; an
+    // `OwnedFd` moved in is closed only after `AsyncFd` deregistered it (and the safe
+    // replacement, `register`, is `unsafe`, which this crate forbids).
+    #[cfg(target_os = "linux")]
+    #[allow(deprecated)]
+    if let Ok(fd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::NONBLOCK)
+        && let Ok(fd) = tokio::io::unix::AsyncFd::with_interest(fd, tokio::io::Interest::READABLE)
+    {
+        // A pidfd is readable once its process has exited.
+        let _ = fd.readable().await;
+    }
+    loop {
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOWAIT | WaitIdOptions::NOHANG;
+        match waitid(WaitId::Pid(pid), options) {
+            Ok(Some(status)) => {
+                // The raw wait status `ExitStatus` is made of: the code in the second byte,
+                // or the signal in the low bits.
+                let raw = match (status.exit_status(), status.terminating_signal()) {
+                    (Some(code), _) => (code & 0xff) << 8,
+                    (None, Some(signal)) => signal & 0x7f,
+                    (None, None) => 0,
+                };
+                return Ok(ExitStatus::from_raw(raw));
+            }
+            Ok(None) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// See the Unix version; here the child is reaped at once (there are no process groups).
+#[cfg(not(unix))]
+pub(crate) async fn exited(child: &mut Child) -> std::io::Result<ExitStatus> {
+    child.wait().await
 }
 
 /// See the Unix version; there is no process group to kill here.

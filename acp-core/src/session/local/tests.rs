@@ -60,7 +60,13 @@ async fn the_observer_sees_a_terminal_start_write_exit_and_be_released_in_order(
     });
     let req = CreateTerminalRequest::new("s1", "printf").args(vec!["a b".into()]);
     let cwd = std::env::temp_dir();
-    let terminal = LocalTerminal::spawn(&req, cwd, CancellationToken::new(), Some(observer));
+    let terminal = LocalTerminal::spawn(
+        &req,
+        cwd,
+        &crate::session::grant::Grant::host(),
+        CancellationToken::new(),
+        Some(observer),
+    );
     let terminal = terminal.unwrap();
     assert_eq!(terminal.wait().await.exit_code, Some(0));
     terminal.release();
