@@ -246,6 +246,8 @@ impl Listening {
         cmd.arg("--listen")
             .arg(&addr)
             .env("ACP_TOKEN", TOKEN)
+            // The sessions' cwd (the temporary directory) is granted to the one user.
+            .env("ACP_ROOTS", std::env::temp_dir())
             .env("ACP_MAX_CONNECTIONS", (connections + 16).to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -52,7 +52,7 @@ class NetAgent {
     this.url = `http://127.0.0.1:${port}/acp`;
     this.child = spawn(this.binary, ["--listen", `127.0.0.1:${port}`], {
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, ACP_TOKEN: TOKEN, ACP_DATA_DIR: this.dataDir, RUST_BACKTRACE: "1" },
+      env: { ...process.env, ACP_TOKEN: TOKEN, ACP_DATA_DIR: this.dataDir, ACP_ROOTS: this.dataDir, RUST_BACKTRACE: "1" },
     });
     this.child.stderr.on("data", (d) => (this.log += d.toString("utf8")));
     this.child.stdout.on("data", (d) => (this.log += `[stdout!] ${d.toString("utf8")}`));
