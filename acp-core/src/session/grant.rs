@@ -251,27 +251,56 @@ fn url_under(url: &str, prefix: &str) -> bool {
     prefix.ends_with('/') || rest.is_empty() || rest.starts_with(['/', '?', '#'])
 }
 
-/// `path` with its longest existing part resolved through symbolic links (and the rest
-/// appended as it is): where the path leads on this machine, as far as it exists.
+/// Where `path` (absolute) leads on this machine: every symbolic link along it resolved,
+/// dangling ones too (as `realpath -m` does); `..` and `.` resolved; components that do not
+/// exist taken as they are. Gives up following links after 40 (a loop), taking the rest as
+/// it is.
 pub(crate) fn resolve_existing(path: &Path) -> PathBuf {
-    let mut existing = path;
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(resolved) = std::fs::canonicalize(existing) {
-            let mut out = resolved;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return out;
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_owned());
-                existing = parent;
-            }
-            _ => return path.to_path_buf(),
+    use std::collections::VecDeque;
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    let mut pending: VecDeque<std::ffi::OsString> = VecDeque::new();
+    for part in path.components() {
+        match part {
+            Component::Prefix(_) | Component::RootDir => out.push(part.as_os_str()),
+            other => pending.push_back(other.as_os_str().to_owned()),
         }
     }
+    let mut hops = 0;
+    while let Some(part) = pending.pop_front() {
+        if part == "." {
+            continue;
+        }
+        if part == ".." {
+            out.pop();
+            continue;
+        }
+        let next = out.join(&part);
+        let link = std::fs::symlink_metadata(&next)
+            .ok()
+            .filter(|meta| meta.file_type().is_symlink() && hops < 40)
+            .and_then(|_| std::fs::read_link(&next).ok());
+        match link {
+            Some(target) => {
+                hops += 1;
+                let mut parts = Vec::new();
+                for component in target.components() {
+                    match component {
+                        // An absolute target starts over from its root.
+                        Component::Prefix(_) | Component::RootDir => {
+                            out = PathBuf::from(component.as_os_str());
+                        }
+                        other => parts.push(other.as_os_str().to_owned()),
+                    }
+                }
+                for part in parts.into_iter().rev() {
+                    pending.push_front(part);
+                }
+            }
+            None => out = next,
+        }
+    }
+    out
 }
 
 #[cfg(all(test, unix))]
@@ -312,6 +341,14 @@ mod tests {
         assert_eq!(i32::from(e.code), -32602);
         assert!(e.message.contains("`cwd`"), "{}", e.message);
         assert!(open(root.join("out/new/dir")).is_err());
+        // A dangling link out is followed as far as it goes.
+        std::os::unix::fs::symlink(outside.path().join("none/yet"), root.join("dangling")).unwrap();
+        assert!(open(root.join("dangling")).is_err());
+        std::os::unix::fs::symlink("project/../project", root.join("relative")).unwrap();
+        assert_eq!(
+            open(root.join("relative/x")).unwrap().cwd,
+            root.join("project/x")
+        );
         assert!(open(root.join("not/yet")).is_ok());
         assert!(open("/proc/self".into()).is_err());
         assert!(

@@ -165,10 +165,22 @@ mod beneath {
             return super::fallback::read(None, path);
         };
         let fail = |e| error(e, anchor, path, "reading");
-        let file = match root(anchor).and_then(|root| {
-            let rel = relative(anchor, path).map_err(|_| Errno::XDEV)?;
-            at(&root, &rel, OFlags::RDONLY, Mode::empty())
-        }) {
+        let open = |path: &Path| {
+            root(anchor).and_then(|root| {
+                let rel = relative(anchor, path).map_err(|_| Errno::XDEV)?;
+                at(&root, &rel, OFlags::RDONLY, Mode::empty())
+            })
+        };
+        let opened = match open(path) {
+            // An absolute link is refused below the anchor even where it points inside: open
+            // where it leads, if that is inside, still below the anchor.
+            Err(Errno::XDEV) => match inside(anchor, path) {
+                Some(resolved) => open(&resolved),
+                None => Err(Errno::XDEV),
+            },
+            opened => opened,
+        };
+        let file = match opened {
             Ok(file) => file,
             Err(Errno::NOSYS) => return super::fallback::read(Some(anchor), path),
             Err(e) => return Err(fail(e)),
@@ -184,6 +196,31 @@ mod beneath {
         let Some(anchor) = anchor else {
             return super::fallback::write(None, path, content);
         };
+        match write_below(anchor, path, content) {
+            // An absolute link is refused below the anchor even where it points inside: write
+            // where it leads, if that is inside, still below the anchor.
+            Err(Error::OutsideRoots { .. }) if inside(anchor, path).is_some() => {
+                let resolved = inside(anchor, path).unwrap_or_default();
+                write_below(anchor, &resolved, content).map_err(|e| match e {
+                    Error::OutsideRoots { .. } => escaped(path, anchor),
+                    other => other,
+                })
+            }
+            written => written,
+        }
+    }
+
+    /// Where `path` leads once its links are resolved (its longest existing part), made
+    /// relative to the anchor's own resolved path and back onto the anchor, if it lies
+    /// below it; else `None`.
+    fn inside(anchor: &Path, path: &Path) -> Option<PathBuf> {
+        let real_anchor = std::fs::canonicalize(anchor).ok()?;
+        let resolved = crate::session::grant::resolve_existing(path);
+        let rel = resolved.strip_prefix(&real_anchor).ok()?;
+        (resolved != path).then(|| anchor.join(rel))
+    }
+
+    fn write_below(anchor: &Path, path: &Path, content: &str) -> Result<()> {
         let rel = relative(anchor, path)?;
         let fail = |e| error(e, anchor, path, "writing");
         // A session's directory that does not exist yet is created, as the directories below
