@@ -12,16 +12,30 @@
 //!   tools of the MCP servers the editor configured.
 //! - Modes: `code` (the default) and `ask`, where `write`, `edit` and `run` are refused before
 //!   the user is asked.
-//! - Model: a config option of category `model`: `ACP_MODEL`, or `ACP_SMALL_MODEL` when set.
+//! - Model: a config option of category `model`: the main model, or `ACP_SMALL_MODEL` when set.
 //!
-//! Provider from the environment: an OpenAI-compatible server (`OPENAI_BASE_URL`,
-//! `OPENAI_API_KEY`: OpenAI, llama.cpp, vLLM, Ollama, LM Studio, OpenRouter…) or Anthropic
-//! (`ANTHROPIC_API_KEY`); `ACP_MODEL` names the model, `ACP_CONTEXT_WINDOW` its window. The
-//! editor may send the model's requests elsewhere (its gateway, with its headers) through
-//! the unstable `providers/*` methods (feature `llm-providers`): the endpoint `main`.
+//! Model: signed in, or from the environment. An editor starts agents with no environment of
+//! its own, so coder starts anyway: it answers `initialize`, offers its sign-in, and refuses a
+//! session with `-32000` (the protocol's "authentication required") naming what to do until
+//! it has a model.
+//! - **Sign in**: the editor's "Sign in" (a `terminal` auth method: the editor runs
+//!   `coder --sign-in` in a terminal), or that command yourself. It asks for the provider (an
+//!   OpenAI-compatible server: OpenAI, llama.cpp, vLLM, Ollama, LM Studio, OpenRouter…; or
+//!   Anthropic), its base URL, the model and the key, and keeps them in
+//!   `~/.config/acp-coder/sign-in.json` (`$XDG_CONFIG_HOME`, or the platform's config
+//!   directory; `$ACP_CONFIG_DIR` instead), created `0600`. The `saved-sign-in` method
+//!   (`authenticate`) checks it; `logout` deletes it.
+//! - **Environment** (wins when `ACP_MODEL` is set): an OpenAI-compatible server
+//!   (`OPENAI_BASE_URL`, `OPENAI_API_KEY`) or Anthropic (`ANTHROPIC_API_KEY`); `ACP_MODEL`
+//!   names the model.
 //!
-//! Try: `ACP_MODEL=gpt-4.1-mini OPENAI_API_KEY=… cargo run --example coder` as the editor's
-//! agent command.
+//! `ACP_SMALL_MODEL` and `ACP_CONTEXT_WINDOW` apply to both. The editor may send the model's
+//! requests elsewhere (its gateway, with its headers) through the unstable `providers/*`
+//! methods (feature `llm-providers`): the endpoint `main`.
+//!
+//! Try: `cargo run --example coder -- --sign-in`, then `target/debug/examples/coder` as the
+//! editor's agent command; or `ACP_MODEL=gpt-4.1-mini OPENAI_API_KEY=… cargo run --example
+//! coder` as the agent command.
 
 use std::future::Future;
 use std::io::{BufRead, IsTerminal, Write};
@@ -50,7 +64,7 @@ pub enum Mode {
 #[derive(acp::ConfigOption, Clone, Copy, Default, PartialEq, Eq, Debug)]
 #[config(id = "model", category = "model")]
 pub enum ModelChoice {
-    /// The model `ACP_MODEL` names.
+    /// The model signed in with, or the one `ACP_MODEL` names.
     #[default]
     Main,
     /// The model `ACP_SMALL_MODEL` names: faster and cheaper.
