@@ -2,6 +2,15 @@
 //! edits and runs a command with permissions; ask mode refusing an edit before the user is
 //! asked; the model picked with the `model` config option; the plan tool; a restart
 //! mid-conversation, the session loaded by another process with the model's history.
+//!
+//! And the built binary as an editor starts it, with no environment of its own: it answers
+//! `initialize` and offers its sign-in, refuses `session/new` with `-32000` naming what to do;
+//! the terminal sign-in (`coder --sign-in`, its answers fed to its stdin) saves a `0600` file,
+//! after which a new agent process on the same config directory authenticates, opens a
+//! session and answers a turn from an OpenAI-compatible model server on loopback, with the key
+//! that was typed; `logout` deletes the file.
+
+mod support;
 
 use acp::StopReason;
 use acp::llm::scripted::{Reply, Scripted};
@@ -237,4 +246,264 @@ async fn a_restart_mid_conversation_loads_the_session_with_the_models_history() 
         "{first_sent:?}"
     );
     second.close().await.unwrap();
+}
+
+/// A command running the built `coder` as an editor does: no environment but `PATH`, and a
+/// home (`HOME`, `XDG_CONFIG_HOME`) and data directory inside `root`.
+fn bare_coder(root: &std::path::Path) -> std::process::Command {
+    let mut command = std::process::Command::new(support::example_binary("coder"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", root.join("home"))
+        .env("XDG_CONFIG_HOME", root.join("config"))
+        .env("ACP_DATA_DIR", root.join("data"));
+    command
+}
+
+/// Where `coder --sign-in` saves, under [`bare_coder`]'s environment.
+fn sign_in_file(root: &std::path::Path) -> std::path::PathBuf {
+    let config = if cfg!(target_os = "macos") {
+        root.join("home/Library/Application Support")
+    } else {
+        root.join("config")
+    };
+    config.join("acp-coder/sign-in.json")
+}
+
+/// The code and message of a JSON-RPC error answer.
+fn rpc_error(result: acp::Result<serde_json::Value>) -> (i32, String) {
+    match result {
+        Err(acp::Error::Rpc { code, message, .. }) => (code, message),
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    }
+}
+
+/// Says what to do: sign in, or configure the environment.
+fn names_what_to_do(message: &str) {
+    for words in [
+        "coder --sign-in",
+        "ACP_MODEL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+    ] {
+        assert!(message.contains(words), "{words:?} in {message:?}");
+    }
+}
+
+#[tokio::test]
+async fn with_no_environment_it_initializes_and_asks_to_sign_in() {
+    let root = tempfile::tempdir().unwrap();
+    let builder = TestClient::builder().cwd(root.path()).terminal_auth();
+    let client = builder.spawn(bare_coder(root.path())).await.unwrap();
+    let methods = client.initialize_response()["authMethods"].clone();
+    let terminal = methods
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["type"] == "terminal")
+        .unwrap_or_else(|| panic!("a terminal sign-in in {methods}"));
+    assert_eq!(terminal["id"], "sign-in");
+    assert_eq!(terminal["args"], json!(["--sign-in"]));
+    let saved = methods
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == "saved-sign-in")
+        .unwrap_or_else(|| panic!("the saved sign-in in {methods}"));
+    assert!(saved.get("type").is_none(), "of type agent: {saved}");
+    let launch = &saved["_meta"]["terminal-auth"];
+    assert_eq!(launch["args"], json!(["--sign-in"]), "{saved}");
+    assert!(
+        launch["command"].as_str().unwrap().contains("coder"),
+        "{saved}"
+    );
+    assert_eq!(
+        client.initialize_response()["agentCapabilities"]["auth"]["logout"],
+        json!({})
+    );
+
+    let cwd = root.path().to_str().unwrap();
+    let refused = client
+        .request("session/new", json!({"cwd": cwd, "mcpServers": []}))
+        .await;
+    let (code, message) = rpc_error(refused);
+    assert_eq!(code, -32000, "{message}");
+    names_what_to_do(&message);
+    let refused = client
+        .request("authenticate", json!({"methodId": "saved-sign-in"}))
+        .await;
+    let (code, message) = rpc_error(refused);
+    assert_eq!(code, -32000, "{message}");
+    names_what_to_do(&message);
+    client.close().await.unwrap();
+
+    // An editor without terminal sign-in is offered the saved one only.
+    let client = TestClient::builder()
+        .cwd(root.path())
+        .spawn(bare_coder(root.path()))
+        .await
+        .unwrap();
+    let ids: Vec<_> = client.initialize_response()["authMethods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].clone())
+        .collect();
+    assert_eq!(ids, [json!("saved-sign-in")]);
+    client.close().await.unwrap();
+}
+
+/// An OpenAI-compatible server on loopback: answers every Chat Completions request with
+/// `reply`, streamed, and keeps each request's head and body.
+struct ModelServer {
+    url: String,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<(String, serde_json::Value)>>>,
+}
+
+impl ModelServer {
+    async fn start(reply: &'static str) -> ModelServer {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let requests: std::sync::Arc<std::sync::Mutex<Vec<_>>> = std::sync::Arc::default();
+        let kept = std::sync::Arc::clone(&requests);
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let kept = std::sync::Arc::clone(&kept);
+                tokio::spawn(async move {
+                    let mut bytes = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    let (head, body) = loop {
+                        let n = socket.read(&mut buf).await.unwrap();
+                        assert!(n > 0, "the request ended early");
+                        bytes.extend_from_slice(&buf[..n]);
+                        let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else {
+                            continue;
+                        };
+                        let head = String::from_utf8_lossy(&bytes[..end]).to_lowercase();
+                        let length: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .map_or(0, |v| v.trim().parse().unwrap());
+                        if bytes.len() >= end + 4 + length {
+                            let body =
+                                serde_json::from_slice(&bytes[end + 4..end + 4 + length]).unwrap();
+                            break (head, body);
+                        }
+                    };
+                    kept.lock().unwrap().push((head, body));
+                    let chunk = |delta: serde_json::Value, finish: serde_json::Value| {
+                        let chunk = json!({"id": "1", "object": "chat.completion.chunk",
+                            "created": 0, "model": "m",
+                            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+                        format!("data: {chunk}\n\n")
+                    };
+                    let events = chunk(json!({"role": "assistant", "content": reply}), json!(null))
+                        + &chunk(json!({}), json!("stop"))
+                        + "data: [DONE]\n\n";
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                         content-length: {}\r\nconnection: close\r\n\r\n{events}",
+                        events.len()
+                    );
+                    socket.write_all(answer.as_bytes()).await.unwrap();
+                    socket.shutdown().await.unwrap();
+                });
+            }
+        });
+        ModelServer { url, requests }
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_terminal_sign_in_then_a_turn() {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+
+    let root = tempfile::tempdir().unwrap();
+    let server = ModelServer::start("Signed in and answering.").await;
+
+    // The terminal the editor opens: `coder --sign-in`, answered line by line (the provider,
+    // the base URL, the model, the key).
+    let mut sign_in = bare_coder(root.path());
+    sign_in
+        .arg("--sign-in")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = sign_in.spawn().unwrap();
+    let answers = format!("1\n{}\nscripted-model\nsk-typed-key\n", server.url);
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answers.as_bytes())
+        .unwrap();
+    let done = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{}: {said}", done.status);
+    assert!(done.stdout.is_empty(), "stdout is for ACP only");
+    assert!(said.contains("Model"), "{said}");
+    assert!(
+        !said.contains("sk-typed-key"),
+        "the key is never shown: {said}"
+    );
+
+    let file = sign_in_file(root.path());
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&file), 0o600, "{}", file.display());
+    assert_eq!(mode(file.parent().unwrap()), 0o700);
+    let saved: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(
+        saved,
+        json!({"provider": "openai", "base_url": server.url, "model": "scripted-model",
+               "api_key": "sk-typed-key"})
+    );
+    let others: Vec<_> = std::fs::read_dir(file.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(others, [std::ffi::OsString::from("sign-in.json")]);
+
+    // The editor starts the agent again, with no provider in its environment.
+    let client = TestClient::builder()
+        .cwd(root.path())
+        .terminal_auth()
+        .spawn(bare_coder(root.path()))
+        .await
+        .unwrap();
+    client
+        .request("authenticate", json!({"methodId": "saved-sign-in"}))
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("hello").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    assert_eq!(turn.text(), "Signed in and answering.");
+    let requests = server.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    let (head, body) = &requests[0];
+    assert!(head.starts_with("post /v1/chat/completions"), "{head}");
+    assert!(
+        head.contains("authorization: bearer sk-typed-key"),
+        "{head}"
+    );
+    assert_eq!(body["model"], "scripted-model");
+    assert!(!client.stderr().contains("sk-typed-key"), "never logged");
+
+    // `logout` deletes the sign-in: sessions are refused again.
+    client.request("logout", json!({})).await.unwrap();
+    assert!(!file.exists());
+    let cwd = root.path().to_str().unwrap();
+    let (code, message) = rpc_error(
+        client
+            .request("session/new", json!({"cwd": cwd, "mcpServers": []}))
+            .await,
+    );
+    assert_eq!(code, -32000, "{message}");
+    names_what_to_do(&message);
+    client.close().await.unwrap();
 }

@@ -3,8 +3,10 @@
 //! one scenario of tests/interop/ts/conformance.mjs against the examples: `session/load` sends
 //! nothing for the session after its answer (`modes` and `tour`, whose slash commands close
 //! the replay), `session/resume` nothing before it; `additionalDirectories` advertised, sent
-//! by the SDK's session builder and honoured end to end (`workspace`). The script validates
-//! every frame the agents send against the JSON Schema shipped in the SDK package.
+//! by the SDK's session builder and honoured end to end (`workspace`); `coder` started with no
+//! environment but `PATH`, as an editor starts it, answers `initialize` with its sign-in and
+//! `session/new` with `-32000` naming what to do. The script validates every frame the agents
+//! send against the JSON Schema shipped in the SDK package.
 //!
 //! Needs Node.js >= 20 and npm; `npm ci` runs automatically on first use.
 
@@ -12,9 +14,10 @@ mod support;
 
 use std::path::PathBuf;
 
-/// The examples directory, after building the examples (`modes`, `tour` and `workspace`
-/// among them).
+/// The examples directory, after building the examples (`modes`, `tour`, `workspace` and
+/// `coder` among them).
 fn examples_dir(_scenario: &str) -> PathBuf {
+    support::example_binary("coder");
     let modes = support::example_binary("modes");
     support::example_binary("tour");
     support::example_binary("workspace");
@@ -32,4 +35,5 @@ interop_scenarios!(CONFORMANCE;
     load_sends_nothing_after_its_answer,
     resume_answers_before_its_commands,
     additional_directories,
+    coder_starts_anywhere,
 );

@@ -1,8 +1,8 @@
 //! Protocol v2 (Preview) interop with the official TypeScript SDK's experimental v2 client
 //! (`@agentclientprotocol/sdk/experimental/v2`, pinned in tests/interop/ts/package-lock.json).
 //! Each scenario test runs one scenario of tests/interop/ts/v2/interop.mjs against the example
-//! it names (`echo`, `mcp`, `tour`); the script validates every frame the agent sends against
-//! the SDK's schema/v2/schema.json.
+//! it names (`echo`, `mcp`, `tour`, `coder`); the script validates every frame the agent
+//! sends against the SDK's schema/v2/schema.json.
 //!
 //! Beside the scenarios: v1 still answered as v1 (`initialize_v1_still_v1`), and the proof of
 //! the drivers themselves: the validator self-test, the scenario list, and
@@ -68,6 +68,7 @@ v2_scenarios!(
     close_idle,
     close_during_turn,
     auth,
+    coder_starts_anywhere,
 );
 
 #[test]

@@ -9,7 +9,12 @@
 //   the SDK's own session builder (`withAdditionalDirectories`), and honoured end to end by the
 //   `workspace` example: a file in the additional root is read and written through the
 //   client's fs handlers on a real directory, one outside every root is refused with a message
-//   naming it and the roots, the client never asked.
+//   naming it and the roots, the client never asked;
+// - an agent starts wherever an editor starts it: `coder`, with no environment but `PATH` (no
+//   model, no key, `HOME` in the scenario's directory), answers `initialize` with its sign-in
+//   (a `terminal` method for a client with `auth.terminal`, an `agent` one for any: the ACP
+//   Registry requires one of the two) and a `session/new` it cannot serve yet with `-32000`
+//   naming what to do.
 //
 // A round trip after the answer (`session/list`) is the barrier: the agent writes its frames
 // in order, so anything the load still sent would come before the list's answer. Every agent
@@ -194,6 +199,30 @@ scenario(
 );
 
 // ---------------------------------------------------------------------------
+
+scenario(
+  "coder_starts_anywhere",
+  "coder with no environment but PATH (HOME and XDG_CONFIG_HOME in the scenario's directory), for a client with and without auth.terminal: initialize is answered with its sign-in (the terminal method running `--sign-in` only with auth.terminal, an agent method always); session/new is -32000 naming `--sign-in` and ACP_MODEL; the agent exits 0 at stdin EOF",
+  async ({ fx, c }) => {
+    const env = { HOME: join(fx.dataDir, "home"), XDG_CONFIG_HOME: join(fx.dataDir, "config") };
+    for (const terminalAuth of [true, false]) {
+      const name = `coder (auth.terminal: ${terminalAuth})`;
+      await fx.run("coder", { name, env, bare: true }, async (peer) => {
+        const methods = (await peer.initialize(clientCapabilities({ terminalAuth }))).wire.authMethods ?? [];
+        const terminal = methods.filter((m) => m.type === "terminal").map((m) => m.args);
+        c.equal(terminal, terminalAuth ? [["--sign-in"]] : [], `${name}: the arguments of the terminal methods`);
+        c.check(
+          methods.some((m) => (m.type ?? "agent") === "agent"),
+          `${name}: an auth method of type agent: ${JSON.stringify(methods)}`,
+        );
+        const refused = await peer.fails("session/new", { cwd: fx.dataDir, mcpServers: [] }, -32000, "session/new before a sign-in");
+        for (const words of ["--sign-in", "ACP_MODEL"]) {
+          c.check(refused.message.includes(words), `${name}: the -32000 message names ${words}: ${JSON.stringify(refused.message)}`);
+        }
+      });
+    }
+  },
+);
 
 runCli({
   script: "conformance.mjs",

@@ -159,16 +159,21 @@ export function summarize(raw, n = 160) {
 
 /**
  * Spawn the agent binary (or a `.mjs`/`.js` agent, under this node), with `env` added to this
- * process's environment and in `cwd` (default: this process's), and return
+ * process's environment (`bare`: to none but `PATH`, as an editor starts an agent with no
+ * environment of its own, and the reference agent's `REF_AGENT_*` switches) and in `cwd` (default: this process's), and return
  * { child, tap, stream, stderr(), exit }.
  * `stream` is an SDK Stream (ndJsonStream) whose bytes pass through the tap.
  */
-export function spawnAgent(binary, validator, { env = {}, cwd } = {}) {
+export function spawnAgent(binary, validator, { env = {}, cwd, bare = false } = {}) {
   // A JavaScript agent (e.g. v2/reference-agent.mjs) runs under this node.
   const [command, args] = /\.m?js$/.test(binary) ? [process.execPath, [binary]] : [binary, []];
+  // Bare keeps the switches of the reference agent (REF_AGENT_*, prove.mjs's defects): the
+  // harness's, not an environment.
+  const switches = Object.entries(process.env).filter(([k]) => k.startsWith("REF_AGENT_"));
+  const base = bare ? { PATH: process.env.PATH ?? "", ...Object.fromEntries(switches) } : { ...process.env, RUST_BACKTRACE: "1" };
   const child = spawn(command, args, {
     stdio: ["pipe", "pipe", "pipe"],
-    env: { ...process.env, RUST_BACKTRACE: "1", ...env },
+    env: { ...base, ...env },
     cwd,
   });
   const tap = new FrameTap(validator);

@@ -103,12 +103,13 @@ export class Fixture {
   /**
    * Spawns the example on the scenario's data dir and runs `body(peer)` inside connectWith.
    * `handlers(app, peer)` registers client handlers beyond session/update (which every peer
-   * records in `peer.updates`). Afterwards the agent's stdin is closed and it must exit 0.
+   * records in `peer.updates`); `env` is added to its environment, to none but `PATH` when
+   * `bare` (see spawnAgent). Afterwards the agent's stdin is closed and it must exit 0.
    */
-  async run(example, { name = example, handlers } = {}, body) {
+  async run(example, { name = example, handlers, env = {}, bare = false } = {}, body) {
     const binary = this.binary(example);
     this.checks.must(existsSync(binary), `example binary not found: ${binary} (cargo build --example ${example})`);
-    const agent = spawnAgent(binary, this.validator, { env: { ACP_DATA_DIR: this.dataDir } });
+    const agent = spawnAgent(binary, this.validator, { env: { ACP_DATA_DIR: this.dataDir, ...env }, bare });
     agent.name = name;
     this.agents.push(agent);
     const peer = new Peer(this, name, agent);

@@ -171,10 +171,11 @@ export class Fixture {
 
   /**
    * Spawns `example` (ignored for a single-agent target) without connecting a client; its
-   * frames are validated by `validator` (default: the v2 one).
+   * frames are validated by `validator` (default: the v2 one). `env` is added to its
+   * environment, to none but `PATH` when `bare` (see spawnAgent).
    */
-  spawn(example, env = {}, validator = this.validator) {
-    const agent = spawnAgent(this.binary(example), validator, { env: { ACP_DATA_DIR: this.dataDir, ...env } });
+  spawn(example, env = {}, validator = this.validator, { bare = false } = {}) {
+    const agent = spawnAgent(this.binary(example), validator, { env: { ACP_DATA_DIR: this.dataDir, ...env }, bare });
     agent.name = this.single ? example : undefined;
     this.agents.push(agent);
     return agent;
@@ -184,8 +185,8 @@ export class Fixture {
    * Spawns `example`, connects the SDK v2 client and runs `body(conn)` inside connectWith; then
    * closes the agent's stdin and checks it exits with status 0.
    */
-  async run(example, body, { env = {} } = {}) {
-    const agent = this.spawn(example, env);
+  async run(example, body, { env = {}, bare = false } = {}) {
+    const agent = this.spawn(example, env, this.validator, { bare });
     const conn = new Connection(this, agent, this.single ? "agent" : example);
     const app = acp.client({ name: "acp-interop-v2" });
     app.onNotification("session/update", ({ params }) => {

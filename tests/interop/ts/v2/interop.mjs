@@ -14,6 +14,7 @@
 //
 // Exit status: 0 when every selected scenario passed, 1 otherwise, 2 on usage errors.
 
+import { join } from "node:path";
 import { WAIT_MS, describeError, runCli, scenario, sleep, withTimeout } from "../lib/harness.mjs";
 import { Fixture, V2Validator, isState, isUpdate, labelOf, textOf } from "./fixture.mjs";
 import { agentText, checkQuiet, checkTurn, promptTurn, statusesOf, toolCalls, updatesIn } from "./turns.mjs";
@@ -378,6 +379,35 @@ scenario(
       const init = await conn.initialize();
       c.check(!init.authMethods?.length, `echo declares no auth methods (clients must then not call auth/login): ${JSON.stringify(init.authMethods)}`);
     });
+  },
+);
+
+scenario(
+  "coder_starts_anywhere",
+  "coder with no environment but PATH (HOME and XDG_CONFIG_HOME in the scenario's directory): the v2 initialize is answered in the v2 shape with a sign-in (methodId; type agent or terminal); session/new -> -32000 naming what to do",
+  async ({ fx, c }) => {
+    // REF_AGENT_AUTH: the reference agent (every example in prove.mjs) then needs a sign-in too.
+    const env = { HOME: join(fx.dataDir, "home"), XDG_CONFIG_HOME: join(fx.dataDir, "config"), REF_AGENT_AUTH: "1" };
+    await fx.run(
+      "coder",
+      async (conn) => {
+        await conn.initialize();
+        const wire = conn.answerTo(conn.lastRequest("initialize"))?.msg.result;
+        checkV2InitResult(c, wire, "initialize with no environment");
+        const methods = wire?.authMethods ?? [];
+        c.check(
+          methods.some((m) => typeof m.methodId === "string" && ["agent", "terminal"].includes(m.type)),
+          `a sign-in of type agent or terminal: ${JSON.stringify(methods)}`,
+        );
+        const refused = await conn.call("session/new", { cwd: fx.workdir });
+        c.equal(refused.error?.code, AUTH_REQUIRED, `session/new before a sign-in (${describeError(refused.error ?? "no error")})`);
+        const message = refused.answer?.msg.error?.message ?? "";
+        if (!fx.single) {
+          for (const words of ["--sign-in", "ACP_MODEL"]) c.check(message.includes(words), `the -32000 message names ${words}: ${JSON.stringify(message)}`);
+        }
+      },
+      { env, bare: true },
+    );
   },
 );
 

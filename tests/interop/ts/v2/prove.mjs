@@ -31,7 +31,7 @@ const DEFECTS = {
   replay_always: [["resume_without_replay"], "history replayed without replayFrom"],
   no_resume_state: [["resume_with_replay", "resume_without_replay"], "no state snapshot before the resume answer"],
   list_empty: [["session_list"], "session/list lists nothing"],
-  auth_open: [["auth"], "session/new allowed before auth/login"],
+  auth_open: [["auth", "coder_starts_anywhere"], "session/new allowed before auth/login"],
 };
 
 function run(scenarios, defect) {
