@@ -19,6 +19,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp::testing::{PermissionPolicy, TestClient};
@@ -433,4 +434,117 @@ async fn the_store_is_readable_by_its_owner_only() {
         }
     }
     assert!(files >= 1);
+}
+
+/// An OpenAI-compatible model server on loopback (Chat Completions, streamed): its first
+/// answer asks to `run` `command`, every later one says "done". Returns its base URL and the
+/// request bodies it received.
+async fn model_server(command: &'static str) -> (String, Arc<Mutex<Vec<Value>>>) {
+    use acp::net::axum::{Router, routing::post};
+    let bodies = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let seen = bodies.clone();
+    let app = Router::new().route(
+        "/v1/chat/completions",
+        post(move |body: String| {
+            let seen = seen.clone();
+            async move {
+                let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                let first = {
+                    let mut seen = seen.lock().unwrap();
+                    seen.push(body);
+                    seen.len() == 1
+                };
+                let chunk = |delta: Value, finish: Value| {
+                    let chunk = json!({"id": "c", "object": "chat.completion.chunk", "model": "m",
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+                    format!("data: {chunk}\n\n")
+                };
+                let mut stream = if first {
+                    let call = json!({"tool_calls": [{"index": 0, "id": "call-1", "type": "function",
+                        "function": {"name": "run", "arguments": json!({"command": command}).to_string()}}]});
+                    chunk(call, Value::Null) + &chunk(json!({}), json!("tool_calls"))
+                } else {
+                    chunk(json!({"content": "done"}), Value::Null) + &chunk(json!({}), json!("stop"))
+                };
+                stream.push_str("data: [DONE]\n\n");
+                ([("content-type", "text/event-stream")], stream)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { acp::net::axum::serve(listener, app).await });
+    (url, bodies)
+}
+
+#[tokio::test]
+async fn a_command_the_model_runs_sees_none_of_the_services_secrets() {
+    let (model, bodies) = model_server("env").await;
+    let dir = tempfile::tempdir().unwrap();
+    let root = real(dir.path());
+    let roots = root.display().to_string();
+    let agent = listen(
+        "coder",
+        Users::Two,
+        &[
+            ("ACP_ROOTS", &roots),
+            ("ACP_MODEL", "m"),
+            ("OPENAI_BASE_URL", &model),
+        ],
+    )
+    .await;
+    // v1 without a terminal: coder runs the command on its own machine.
+    let client = client(&agent, Users::Two, 1, &root).await;
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("what is in the environment?").await.unwrap();
+    assert_eq!(turn.text(), "done");
+    let shown: String = turn.tool_calls().iter().map(|c| c.text()).collect();
+    let sent = bodies.lock().unwrap()[1].to_string();
+    assert!(sent.contains("PATH="), "the command ran: {sent}");
+    for secret in [ALICE, BOB, KEY, "ACP_TOKENS"] {
+        assert!(
+            !shown.contains(secret),
+            "the editor was shown `{secret}`:\n{shown}"
+        );
+        assert!(
+            !sent.contains(secret),
+            "the model was sent `{secret}`:\n{sent}"
+        );
+    }
+}
+
+async fn providers_capability(agent: &Listening, users: Users) -> (Value, acp::Result<Value>) {
+    let client = TestClient::builder()
+        .websocket(&agent.url, users.token())
+        .await
+        .unwrap();
+    let capabilities = client.initialize_response()["agentCapabilities"].clone();
+    let set = client
+        .request(
+            "providers/set",
+            json!({"providerId": "main", "apiType": "openai", "baseUrl": "http://127.0.0.1:9/v1", "headers": {}}),
+        )
+        .await;
+    (capabilities, set)
+}
+
+#[tokio::test]
+async fn a_network_client_cannot_repoint_the_model_unless_the_operator_allows_it() {
+    let (model, _) = model_server("true").await;
+    let model_env = [("ACP_MODEL", "m"), ("OPENAI_BASE_URL", model.as_str())];
+    for users in [Users::Two, Users::One] {
+        let agent = listen("coder", users, &model_env).await;
+        let (capabilities, set) = providers_capability(&agent, users).await;
+        assert!(capabilities.get("providers").is_none(), "{capabilities}");
+        match set {
+            Err(acp::Error::Rpc { code, .. }) => assert_eq!(code, -32601),
+            other => panic!("providers/set from a network client: {other:?}"),
+        }
+    }
+    let mut allowed = model_env.to_vec();
+    allowed.push(("ACP_ALLOW_PROVIDERS", "1"));
+    let agent = listen("coder", Users::One, &allowed).await;
+    let (capabilities, set) = providers_capability(&agent, Users::One).await;
+    assert!(capabilities.get("providers").is_some(), "{capabilities}");
+    set.unwrap();
 }

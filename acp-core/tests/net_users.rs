@@ -260,3 +260,68 @@ async fn http_connect_with(url: &str, headers: &[(&str, &str)]) -> String {
         .unwrap()
         .to_owned()
 }
+
+/// Keeps its own history (no store): loads any session it is asked to, telling which user
+/// asked.
+struct OwnHistory;
+
+impl Agent for OwnHistory {
+    fn capabilities(&self) -> acp_core::schema::AgentCapabilities {
+        acp_core::schema::AgentCapabilities::new().load_session(true)
+    }
+
+    async fn load_session(&self, cx: &Session) -> Result<acp_core::SessionSetup> {
+        let user = cx.client().user().unwrap_or("nobody").to_owned();
+        let _ = cx.detached().message(format!("loaded for {user}")).await;
+        Ok(acp_core::SessionSetup::default())
+    }
+
+    async fn prompt(&self, cx: &Session, _: Prompt) -> Result<acp_core::schema::StopReason> {
+        let user = cx.client().user().unwrap_or("nobody").to_owned();
+        cx.message(format!("serving {user}")).await?;
+        Ok(acp_core::schema::StopReason::EndTurn)
+    }
+}
+
+#[tokio::test]
+async fn without_a_store_another_users_session_is_unknown_too_and_the_agent_knows_its_user() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/acp", listener.local_addr().unwrap());
+    let server = Server::new(OwnHistory).no_store();
+    tokio::spawn(server.serve_http_on(listener, two_users()));
+
+    let mut alice = WsClient::connect_with(&url, &[("authorization", ALICE)]).await;
+    let theirs = alice.open_session().await;
+    let (_, updates) = alice.prompt(&theirs, "hi").await;
+    assert!(
+        updates
+            .iter()
+            .any(|u| u.to_string().contains("serving alice")),
+        "the agent knows its user: {updates:?}"
+    );
+
+    let mut bob = WsClient::connect_with(&url, &[("authorization", BOB)]).await;
+    bob.open_session().await;
+    let (answer, before) = bob.request("session/load", reopen(&theirs)).await;
+    assert_eq!(answer["error"]["code"], -32002, "{answer}");
+    assert!(before.is_empty(), "the agent was not asked: {before:?}");
+    let (unknown, _) = bob.request("session/load", reopen(MADE_UP)).await;
+    assert!(
+        unknown.get("result").is_some(),
+        "a session this server never opened is the agent's to load: {unknown}"
+    );
+
+    // Its owner loads it on another connection.
+    let mut again = WsClient::connect_with(&url, &[("authorization", ALICE)]).await;
+    again
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
+    let (answer, before) = again.request("session/load", reopen(&theirs)).await;
+    assert!(answer.get("result").is_some(), "{answer}");
+    assert!(
+        before
+            .iter()
+            .any(|u| u.to_string().contains("loaded for alice")),
+        "{before:?}"
+    );
+}
