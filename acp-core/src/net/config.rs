@@ -80,6 +80,35 @@ pub(crate) struct User(pub Option<String>);
 /// there is one user, who sees every session of the store (those recorded over stdio
 /// too); so does stdio.
 ///
+/// # Access
+///
+/// A network user reaches only what the operator granted on the agent's machine (over
+/// stdio the editor's user owns the machine, and nothing of this applies):
+///
+/// - **Directories.** A session's `cwd` and additional directories must lie in the user's
+///   directories, after resolving symbolic links: [`roots`](HttpConfig::roots) (every user),
+///   [`user_roots`](HttpConfig::user_roots) (one user), `$ACP_ROOTS=DIR[:DIR…]` or
+///   `$ACP_ROOTS=alice=DIR[:DIR…],bob=DIR`; a user with none gets a directory of their own,
+///   `<data dir>/<agent>/users/user-<name>` (`…/users/default` for the one user of a single
+///   token), created `0700`. Anything else is `-32602` and no session. The agent's own file
+///   operations on the session (the local backend) stay below those directories, links
+///   resolved by the kernel.
+/// - **Processes and endpoints.** A stdio MCP server the client names is started only if
+///   its command is allowed ([`allow_mcp_commands`](HttpConfig::allow_mcp_commands),
+///   `$ACP_MCP_COMMANDS`); an HTTP or SSE one is reached only under an allowed URL prefix
+///   ([`allow_mcp_urls`](HttpConfig::allow_mcp_urls), `$ACP_MCP_URLS`). By default neither:
+///   the agent starts nothing and reaches nothing a client chose.
+/// - **Secrets.** Every process started for a network user (MCP servers, local commands and
+///   terminals) starts from an empty environment but for `PATH`, `HOME`, the locale and what
+///   [`pass_env`](HttpConfig::pass_env) adds, and never inherits the service's secrets (see
+///   [`Server::secret_env`](crate::Server::secret_env)).
+/// - **The model.** `providers/*` (feature `llm-providers`) is neither advertised nor
+///   answered for a network client unless [`allow_providers`](HttpConfig::allow_providers)
+///   (`$ACP_ALLOW_PROVIDERS=1`); even then the operator's key is never sent to a URL the
+///   client chose.
+/// - **Queues.** A session holds at most 16 prompts (8 MiB) waiting behind its running turn
+///   (v2); beyond that a prompt is refused (`-32600`).
+///
 /// ```
 /// # use std::time::Duration;
 /// let config = acp_core::net::HttpConfig::bearer("s3cret-token")
