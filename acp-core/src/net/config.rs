@@ -77,8 +77,8 @@ pub(crate) struct User(pub Option<String>);
 /// - ([`Server::serve_http`] only) a TCP connection, HTTP/1.1 or HTTP/2, that has not sent a
 ///   request with valid credentials within [`header_timeout`](HttpConfig::header_timeout) is
 ///   closed, whatever it sent; a new socket beyond
-///   [`max_unadmitted_sockets`](HttpConfig::max_unadmitted_sockets) waiting for that is closed
-///   at once; one that has had no request in progress (and no WebSocket open over it) for
+///   [`max_unadmitted_sockets`](HttpConfig::max_unadmitted_sockets) waiting for that closes
+///   the oldest one waiting; one that has had no request in progress (and no WebSocket open over it) for
 ///   [`idle_timeout`](HttpConfig::idle_timeout) is closed too; an HTTP/2 connection is pinged
 ///   while idle (and closed when it does not answer) and has a bounded number of streams
 ///   open at once.
@@ -343,9 +343,10 @@ impl HttpConfig {
 
     /// How many TCP connections may be open at once that have not yet sent a request with
     /// valid credentials (default 128; [`Server::serve_http`](crate::Server::serve_http)
-    /// only): a new one beyond it is closed at once, so that sockets opened and left silent
-    /// (or sending a bare HTTP/2 preface) cannot use up the process's file descriptors. Each
-    /// is closed anyway after [`header_timeout`](Self::header_timeout).
+    /// only): a new one beyond it closes the oldest of them, so that sockets opened and left
+    /// silent (or sending a bare HTTP/2 preface) cannot use up the process's file descriptors,
+    /// while a client that sends its request as soon as it connects still gets in. Each is
+    /// closed anyway after [`header_timeout`](Self::header_timeout).
     pub fn max_unadmitted_sockets(mut self, sockets: usize) -> Self {
         self.max_unadmitted = sockets.max(1);
         self

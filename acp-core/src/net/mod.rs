@@ -63,7 +63,7 @@ use crate::serve::Server;
 use crate::{Error, Result};
 use bridge::ServeFn;
 use refused::{Refusal, Refusals};
-use socket::{Expiry, Socket};
+use socket::{Expiry, Socket, Waiting};
 
 /// The endpoint's path, as the RFD names it.
 pub const PATH: &str = "/acp";
@@ -209,15 +209,15 @@ const H2_MAX_STREAMS: u32 = 300;
 /// requires 2; cleartext HTTP/2 with prior knowledge is accepted), WebSocket upgrades
 /// included. Like `axum::serve`, plus each socket's deadlines (see `socket`): one that has
 /// not sent a request with valid credentials within the header timeout is closed, whatever
-/// it sent; at most `max_unadmitted` wait for that at once (a new one beyond is closed at
-/// once); an admitted one with nothing in progress for the idle timeout is closed.
+/// it sent; at most `max_unadmitted` wait for that at once (a new one beyond closes the
+/// oldest waiting); an admitted one with nothing in progress for the idle timeout is closed.
 async fn accept(
     listener: tokio::net::TcpListener,
     router: axum::Router,
     shared: Shared,
 ) -> Result<()> {
     let config = shared.config.clone();
-    let unadmitted = Arc::new(Semaphore::new(config.max_unadmitted));
+    let waiting = Waiting::new(config.max_unadmitted);
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -243,14 +243,12 @@ async fn accept(
                 continue;
             }
         };
-        let Ok(place) = unadmitted.clone().try_acquire_owned() else {
-            shared.refusals.count(Refusal::Unadmitted);
-            drop(tcp);
-            continue;
-        };
         let accepted = tokio::time::Instant::now();
         let _ = tcp.set_nodelay(true);
-        let socket = Socket::new(place);
+        let socket = Socket::new();
+        if waiting.push(socket.clone()) {
+            shared.refusals.count(Refusal::Unadmitted);
+        }
         let service = TowerToHyperService::new(PerSocket {
             router: router.clone(),
             socket: socket.clone(),
@@ -267,6 +265,9 @@ async fn accept(
                     if why == Expiry::Unadmitted {
                         debug!("closed a connection that sent no request with valid credentials in time");
                         refusals.count(Refusal::Deadline);
+                    }
+                    if why != Expiry::Idle {
+                        socket.end();
                         return;
                     }
                     debug!("closing a connection idle for {:?}", config.idle_timeout);
@@ -277,6 +278,7 @@ async fn accept(
                     }
                 }
             };
+            socket.end();
             if let Err(e) = ended {
                 debug!("an HTTP connection ended: {e}");
             }

@@ -27,7 +27,7 @@ pub(crate) enum Refusal {
     UserShare,
     /// Too many POSTs waiting on one connection (`429`).
     Requests,
-    /// A new socket beyond the cap of sockets not yet admitted (closed at once).
+    /// A socket not yet admitted, closed for a new one beyond the cap of those waiting.
     Unadmitted,
     /// A socket with no admitted request within the header timeout (closed).
     Deadline,
