@@ -166,8 +166,13 @@ impl HttpConfig {
     /// when the file cannot be read, or when the tokens are malformed (the message never
     /// shows a token).
     pub fn from_env() -> Result<Self> {
+        Self::from_vars(|name| std::env::var_os(name))
+    }
+
+    /// [`from_env`](Self::from_env), with the variables `env` gives.
+    fn from_vars(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Self> {
         let var = |name: &str| -> Result<Option<String>> {
-            match std::env::var_os(name) {
+            match env(name) {
                 None => Ok(None),
                 Some(value) => value
                     .into_string()
@@ -176,7 +181,7 @@ impl HttpConfig {
             }
         };
         let file = |name: &str| -> Result<Option<String>> {
-            let Some(path) = std::env::var_os(name) else {
+            let Some(path) = env(name) else {
                 return Ok(None);
             };
             let path = std::path::PathBuf::from(path);
@@ -532,6 +537,52 @@ mod tests {
                 "{bad}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn tokens_come_from_a_file_and_its_errors_never_show_a_token() {
+        let dir = std::env::temp_dir().join(format!("acp-tokens-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("tokens");
+        std::fs::write(
+            &file,
+            "# the users\nalice:sekrit-a\nbob:sekrit-b, carol:sekrit-c\n",
+        )
+        .unwrap();
+        let vars = |pairs: &[(&str, &std::path::Path)]| {
+            let pairs: Vec<(String, std::ffi::OsString)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.as_os_str().to_owned()))
+                .collect();
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            }
+        };
+        let config = HttpConfig::from_vars(vars(&[(TOKENS_FILE_VAR, &file)])).unwrap();
+        let bearer = |t: &str| parts(&[("authorization", &format!("Bearer {t}"))]);
+        assert_eq!(
+            config.admits(&bearer("sekrit-c")),
+            Some(User(Some("carol".into())))
+        );
+        assert_eq!(config.describe_users(), "users alice, bob, carol");
+        let one = dir.join("token");
+        std::fs::write(&one, "  sekrit-one\n").unwrap();
+        let config = HttpConfig::from_vars(vars(&[(TOKEN_FILE_VAR, &one)])).unwrap();
+        assert_eq!(config.admits(&bearer("sekrit-one")), Some(User(None)));
+        std::fs::write(&file, "alice:sekrit-a\nsekrit-b\n").unwrap();
+        let errors = [
+            HttpConfig::from_vars(vars(&[(TOKENS_FILE_VAR, &file)])),
+            HttpConfig::from_vars(vars(&[(TOKENS_FILE_VAR, &dir.join("none"))])),
+            HttpConfig::from_vars(vars(&[(TOKEN_FILE_VAR, &one), (TOKEN_VAR, &one)])),
+        ];
+        for e in errors {
+            let e = e.err().unwrap().to_string();
+            assert!(e.contains("ACP_TOKEN") && !e.contains("sekrit"), "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     fn parts(headers: &[(&str, &str)]) -> Parts {
