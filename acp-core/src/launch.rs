@@ -11,6 +11,14 @@ use crate::serve::Server;
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
 const MAX_CONNECTIONS_VAR: &str = "ACP_MAX_CONNECTIONS";
 
+/// The environment variable `--listen` reads each user's share of the connection limit from.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+const MAX_CONNECTIONS_PER_USER_VAR: &str = "ACP_MAX_CONNECTIONS_PER_USER";
+
+/// The environment variable `--listen` reads the header timeout from, in milliseconds.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+const HEADER_TIMEOUT_VAR: &str = "ACP_HEADER_TIMEOUT_MS";
+
 /// Serves `agent` as its command line says: on stdio (see [`serve_stdio`](crate::serve_stdio)), or, given
 /// `--listen ADDR` (or `--listen=ADDR`), on the network at `http://ADDR/acp` with the bearer
 /// token from `$ACP_TOKEN` (or one per user from `$ACP_TOKENS`) and at most
@@ -52,9 +60,11 @@ impl<A: Agent> Server<A> {
     /// in `$ACP_TOKEN`, or one of the users' tokens in `$ACP_TOKENS` (`alice:TOKEN,bob:TOKEN`:
     /// each user then sees only their own sessions; see `net::HttpConfig::from_env`), and
     /// accepting at most `$ACP_MAX_CONNECTIONS` connections at once if set (else
-    /// `HttpConfig`'s default, 256). Without a token, with a malformed address or connection
-    /// limit, or without feature `http` it fails at once with an error saying so (the process
-    /// then exits non-zero), before anything listens.
+    /// `HttpConfig`'s default, 256), at most `$ACP_MAX_CONNECTIONS_PER_USER` of them per user
+    /// if set (else a quarter), and closing a socket that sent no request with valid
+    /// credentials within `$ACP_HEADER_TIMEOUT_MS` milliseconds if set (else 30 s). Without a
+    /// token, with a malformed address or number, or without feature `http` it fails at once
+    /// with an error saying so (the process then exits non-zero), before anything listens.
     pub async fn serve_main(self) -> Result<()> {
         let Some(addr) = listen_arg(std::env::args().skip(1))? else {
             return self.serve_stdio().await;
@@ -62,8 +72,20 @@ impl<A: Agent> Server<A> {
         #[cfg(feature = "http")]
         {
             let mut config = crate::net::HttpConfig::from_env()?;
-            if let Some(max) = max_connections(std::env::var(MAX_CONNECTIONS_VAR).ok())? {
+            let number = |var: &str, what: &str, example: &str| {
+                positive(var, std::env::var(var).ok(), what, example)
+            };
+            let most = "the most connections to serve at once";
+            if let Some(max) = number(MAX_CONNECTIONS_VAR, most, "1000")? {
                 config = config.max_connections(max);
+            }
+            let share = "the most connections one user may hold at once";
+            if let Some(max) = number(MAX_CONNECTIONS_PER_USER_VAR, share, "64")? {
+                config = config.max_connections_per_user(max);
+            }
+            let timeout = "the milliseconds a socket has to send a request with credentials";
+            if let Some(ms) = number(HEADER_TIMEOUT_VAR, timeout, "30000")? {
+                config = config.header_timeout(std::time::Duration::from_millis(ms as u64));
             }
             let addr: std::net::SocketAddr = addr.parse().map_err(|e| {
                 Error::msg(format!(
@@ -82,17 +104,17 @@ impl<A: Agent> Server<A> {
     }
 }
 
-/// The connection limit `$ACP_MAX_CONNECTIONS` gives (`value`), if set: a whole number from 1.
+/// The number `$var` gives (`value`), if set: a whole number from 1, `what` the variable
+/// means (for the error).
 #[cfg_attr(not(feature = "http"), allow(dead_code))]
-fn max_connections(value: Option<String>) -> Result<Option<usize>> {
+fn positive(var: &str, value: Option<String>, what: &str, example: &str) -> Result<Option<usize>> {
     let Some(value) = value else {
         return Ok(None);
     };
     match value.trim().parse::<usize>() {
         Ok(max) if max > 0 => Ok(Some(max)),
         _ => Err(Error::msg(format!(
-            "${MAX_CONNECTIONS_VAR}={value:?}: expected the most connections to serve at once, \
-             a whole number from 1 (e.g. {MAX_CONNECTIONS_VAR}=1000)"
+            "${var}={value:?}: expected {what}, a whole number from 1 (e.g. {var}={example})"
         ))),
     }
 }
@@ -115,7 +137,14 @@ mod tests {
 
     #[test]
     fn the_connection_limit_is_a_positive_number_when_set() {
-        let max = |v: Option<&str>| max_connections(v.map(str::to_owned));
+        let max = |v: Option<&str>| {
+            positive(
+                MAX_CONNECTIONS_VAR,
+                v.map(str::to_owned),
+                "connections",
+                "1000",
+            )
+        };
         assert_eq!(max(None).unwrap(), None);
         assert_eq!(max(Some("1000")).unwrap(), Some(1000));
         assert_eq!(max(Some(" 2 ")).unwrap(), Some(2));

@@ -435,6 +435,32 @@ impl<A: Agent> Server<A> {
     }
 }
 
+impl<A: Agent> Server<A> {
+    /// Where the server will record its sessions, for the operator's log (never a password).
+    #[cfg(feature = "http")]
+    pub(crate) fn describe_store(&self) -> String {
+        match &self.store {
+            Store::None => "no store (sessions are not recorded)".to_owned(),
+            Store::Given(_) => "the store the agent was given".to_owned(),
+            Store::Default => match std::env::var(crate::store::url::DATABASE_URL_VAR) {
+                Ok(url) if !url.is_empty() => {
+                    let (scheme, rest) = url.split_once("://").unwrap_or(("", &url));
+                    // `user:password@` is never shown.
+                    let place = rest.rsplit_once('@').map_or(rest, |(_, place)| place);
+                    format!(
+                        "{scheme}://{place} (${})",
+                        crate::store::url::DATABASE_URL_VAR
+                    )
+                }
+                _ => match crate::store::SqliteStore::default_path(&self.agent.info().name) {
+                    Some(path) => format!("{} (SQLite)", path.display()),
+                    None => "the default SQLite store (no data directory yet)".to_owned(),
+                },
+            },
+        }
+    }
+}
+
 /// A server's agent and limits, shared by all its connections: one [`Shared::serve`] per
 /// connection (stdio has one; the network many, each its own `serve`).
 pub(crate) struct Shared<A> {

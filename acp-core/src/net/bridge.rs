@@ -7,7 +7,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf};
-use tokio::sync::OwnedSemaphorePermit;
+
+use super::Place;
 
 /// Starts one `serve` over the two pipes (input, output) for the connection's user (if the
 /// service names users); ends when the connection does.
@@ -69,16 +70,16 @@ impl Lines {
     }
 }
 
-/// Starts the connection's runtime for `user`; `permit` (its place among the connections
-/// allowed) is released when the runtime has ended, its turns answered and its sessions
-/// freed.
-pub(crate) fn start(serve: &ServeFn, permit: OwnedSemaphorePermit, user: Option<String>) -> Bridge {
+/// Starts the connection's runtime for `user`; `place` (its place among the connections
+/// allowed, and its user's) is released when the runtime has ended, its turns answered and
+/// its sessions freed.
+pub(crate) fn start(serve: &ServeFn, place: Place, user: Option<String>) -> Bridge {
     let (input, agent_in) = tokio::io::duplex(PIPE_BYTES);
     let (agent_out, output) = tokio::io::duplex(PIPE_BYTES);
     let running = serve(agent_in, agent_out, user);
     tokio::spawn(async move {
         running.await;
-        drop(permit);
+        drop(place);
     });
     let (read, _write) = tokio::io::split(output);
     Bridge {

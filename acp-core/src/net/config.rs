@@ -17,6 +17,15 @@ pub const TOKEN_VAR: &str = "ACP_TOKEN";
 /// (`user:token` pairs, separated by commas or whitespace).
 pub const TOKENS_VAR: &str = "ACP_TOKENS";
 
+/// The environment variable [`HttpConfig::from_env`] reads the path of a file of
+/// `user:token` pairs from (as in [`TOKENS_VAR`], one per line allowed; lines starting with
+/// `#` are comments), so that the tokens need not be in the environment.
+pub const TOKENS_FILE_VAR: &str = "ACP_TOKENS_FILE";
+
+/// The environment variable [`HttpConfig::from_env`] reads the path of a file holding the one
+/// bearer token from (as [`TOKEN_VAR`] would hold it).
+pub const TOKEN_FILE_VAR: &str = "ACP_TOKEN_FILE";
+
 /// The host's own admission check (see [`HttpConfig::check`]).
 type Check = Arc<dyn Fn(&Parts) -> bool + Send + Sync>;
 
@@ -58,10 +67,23 @@ pub(crate) struct User(pub Option<String>);
 /// - a body over [`max_body_bytes`](HttpConfig::max_body_bytes) (a WebSocket message too) is
 ///   refused with `413`;
 /// - a new connection beyond [`max_connections`](HttpConfig::max_connections) is refused with
-///   `503` and `Retry-After`;
-/// - a connection nobody used for [`idle_timeout`](HttpConfig::idle_timeout) is ended, and a
-///   socket that sends no request within [`header_timeout`](HttpConfig::header_timeout)
-///   closed.
+///   `503` and `Retry-After`, and so is a user's beyond their share of it
+///   ([`max_connections_per_user`](HttpConfig::max_connections_per_user)) when the service
+///   names users;
+/// - a Streamable HTTP POST beyond the
+///   [`max_requests_per_connection`](HttpConfig::max_requests_per_connection) its connection
+///   has waiting for the agent is refused with `429` and `Retry-After`;
+/// - a connection nobody used for [`idle_timeout`](HttpConfig::idle_timeout) is ended;
+/// - ([`Server::serve_http`] only) a TCP connection, HTTP/1.1 or HTTP/2, that has not sent a
+///   request with valid credentials within [`header_timeout`](HttpConfig::header_timeout) is
+///   closed, whatever it sent; a new socket beyond
+///   [`max_unadmitted_sockets`](HttpConfig::max_unadmitted_sockets) waiting for that closes
+///   the oldest one waiting; one that has had no request in progress (and no WebSocket open over it) for
+///   [`idle_timeout`](HttpConfig::idle_timeout) is closed too; an HTTP/2 connection is pinged
+///   while idle (and closed when it does not answer) and has a bounded number of streams
+///   open at once.
+///
+/// Refusals are counted, by kind, in the log (`warn`, at most one line every few seconds).
 ///
 /// # Users
 ///
@@ -132,6 +154,9 @@ pub struct HttpConfig {
     pub(crate) header_timeout: Duration,
     /// What each user may reach on the agent's machine (`grants.rs`).
     pub(crate) grants: super::grants::Grants,
+    pub(crate) max_connections_per_user: Option<usize>,
+    pub(crate) max_unadmitted: usize,
+    pub(crate) max_requests: usize,
 }
 
 impl fmt::Debug for HttpConfig {
@@ -150,6 +175,9 @@ impl fmt::Debug for HttpConfig {
             .field("idle_timeout", &self.idle_timeout)
             .field("header_timeout", &self.header_timeout)
             .field("grants", &self.grants)
+            .field("max_connections_per_user", &self.user_share())
+            .field("max_unadmitted_sockets", &self.max_unadmitted)
+            .field("max_requests_per_connection", &self.max_requests)
             .finish()
     }
 }
@@ -163,43 +191,95 @@ impl HttpConfig {
     }
 
     /// One token per user from `$ACP_TOKENS` when it is set (`alice:TOKEN_A,bob:TOKEN_B`,
-    /// see [`bearer_tokens`](Self::bearer_tokens)), else the one bearer token from
-    /// `$ACP_TOKEN` ([`bearer`](Self::bearer)); an error saying so when neither is set, or
-    /// when `$ACP_TOKENS` is malformed (the message never shows a token).
+    /// see [`bearer_tokens`](Self::bearer_tokens)), or from the file `$ACP_TOKENS_FILE`
+    /// names (the same pairs, one per line allowed, `#` comments); else the one bearer token
+    /// from `$ACP_TOKEN` ([`bearer`](Self::bearer)), or from the file `$ACP_TOKEN_FILE`
+    /// names. An error saying so when none is set, when a variable and its file are both set,
+    /// when the file cannot be read, or when the tokens are malformed (the message never
+    /// shows a token).
+    ///
+    /// The grants of the environment come along (see [Access](HttpConfig#access)):
+    /// `$ACP_ROOTS`, `$ACP_MCP_COMMANDS`, `$ACP_MCP_URLS`, `$ACP_ALLOW_PROVIDERS`,
+    /// `$ACP_PASS_ENV`.
     pub fn from_env() -> Result<Self> {
-        if let Some(tokens) = std::env::var_os(TOKENS_VAR) {
-            let tokens = tokens
-                .into_string()
-                .map_err(|_| Error::msg(format!("${TOKENS_VAR} is not UTF-8")))?;
-            return Self::parse_tokens(&tokens)?.grants_from_env();
+        Self::from_vars(|name| std::env::var_os(name))?.grants_from_env()
+    }
+
+    /// [`from_env`](Self::from_env), with the variables `env` gives.
+    fn from_vars(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Self> {
+        let var = |name: &str| -> Result<Option<String>> {
+            match env(name) {
+                None => Ok(None),
+                Some(value) => value
+                    .into_string()
+                    .map(Some)
+                    .map_err(|_| Error::msg(format!("${name} is not UTF-8"))),
+            }
+        };
+        let file = |name: &str| -> Result<Option<String>> {
+            let Some(path) = env(name) else {
+                return Ok(None);
+            };
+            let path = std::path::PathBuf::from(path);
+            std::fs::read_to_string(&path).map(Some).map_err(|e| {
+                Error::msg(format!(
+                    "${name}: cannot read the tokens file {}: {}",
+                    path.display(),
+                    e.kind()
+                ))
+            })
+        };
+        let both = |a: &str, b: &str| {
+            Error::msg(format!(
+                "both ${a} and ${b} are set: give the tokens one way only"
+            ))
+        };
+        let tokens = var(TOKENS_VAR)?;
+        let tokens_file = file(TOKENS_FILE_VAR)?;
+        match (tokens, tokens_file) {
+            (Some(_), Some(_)) => return Err(both(TOKENS_VAR, TOKENS_FILE_VAR)),
+            (Some(tokens), None) => return Self::parse_tokens(&tokens, TOKENS_VAR),
+            (None, Some(tokens)) => return Self::parse_tokens(&tokens, TOKENS_FILE_VAR),
+            (None, None) => {}
         }
-        match std::env::var(TOKEN_VAR) {
-            Ok(token) if !token.trim().is_empty() => Self::bearer(token.trim()).grants_from_env(),
-            _ => Err(Error::msg(format!(
+        let token = var(TOKEN_VAR)?.filter(|t| !t.trim().is_empty());
+        let token_file = file(TOKEN_FILE_VAR)?;
+        match (token, token_file) {
+            (Some(_), Some(_)) => Err(both(TOKEN_VAR, TOKEN_FILE_VAR)),
+            (Some(token), None) => Ok(Self::bearer(token.trim())),
+            (None, Some(token)) if !token.trim().is_empty() => Ok(Self::bearer(token.trim())),
+            (None, Some(_)) => Err(Error::msg(format!(
+                "${TOKEN_FILE_VAR} names an empty file: put a long random secret in it"
+            ))),
+            (None, None) => Err(Error::msg(format!(
                 "refusing to listen without a bearer token: set ${TOKEN_VAR} to a long random \
-                 secret (e.g. `export {TOKEN_VAR}=$(openssl rand -hex 32)`) and give it to the \
-                 clients as `Authorization: Bearer <token>`"
+                 secret (e.g. `export {TOKEN_VAR}=$(openssl rand -hex 32)`), or ${TOKEN_FILE_VAR} \
+                 to a file holding it, and give it to the clients as \
+                 `Authorization: Bearer <token>`"
             ))),
         }
     }
 
-    /// `user:token` pairs, separated by commas or whitespace.
-    fn parse_tokens(tokens: &str) -> Result<Self> {
+    /// `user:token` pairs, separated by commas or whitespace (lines starting with `#` are
+    /// comments), from `source` (the variable named in errors).
+    fn parse_tokens(tokens: &str, source: &str) -> Result<Self> {
         let pairs = tokens
-            .split(|c: char| c == ',' || c.is_whitespace())
+            .lines()
+            .filter(|line| !line.trim_start().starts_with('#'))
+            .flat_map(|line| line.split(|c: char| c == ',' || c.is_whitespace()))
             .filter(|p| !p.is_empty())
             .enumerate()
             .map(|(i, pair)| match pair.split_once(':') {
                 Some((user, token)) if !user.is_empty() && !token.is_empty() => Ok((user, token)),
                 _ => Err(Error::msg(format!(
-                    "${TOKENS_VAR}: entry {} is not `user:token`",
+                    "${source}: entry {} is not `user:token`",
                     i + 1
                 ))),
             })
             .collect::<Result<Vec<_>>>()?;
         if pairs.is_empty() {
             return Err(Error::msg(format!(
-                "${TOKENS_VAR} is set but names no `user:token`"
+                "${source} is set but names no `user:token`"
             )));
         }
         Ok(Self::bearer_tokens(pairs))
@@ -266,6 +346,9 @@ impl HttpConfig {
             idle_timeout: Duration::from_secs(300),
             header_timeout: Duration::from_secs(30),
             grants: Default::default(),
+            max_connections_per_user: None,
+            max_unadmitted: 128,
+            max_requests: 64,
         }
     }
 
@@ -289,6 +372,66 @@ impl HttpConfig {
         self
     }
 
+    /// How many of the [`max_connections`](Self::max_connections) one user may hold at once
+    /// when the service names users ([`bearer_tokens`](Self::bearer_tokens),
+    /// [`users`](Self::users)): beyond it, that user's new connection is refused with `503`
+    /// and `Retry-After` while others still get in. Default: a quarter of
+    /// `max_connections`, at least 1. With one token or a yes/no [`check`](Self::check) there
+    /// is one user, and the whole limit is theirs.
+    pub fn max_connections_per_user(mut self, connections: usize) -> Self {
+        self.max_connections_per_user = Some(connections.max(1));
+        self
+    }
+
+    /// How many TCP connections may be open at once that have not yet sent a request with
+    /// valid credentials (default 128; [`Server::serve_http`](crate::Server::serve_http)
+    /// only): a new one beyond it closes the oldest of them, so that sockets opened and left
+    /// silent (or sending a bare HTTP/2 preface) cannot use up the process's file descriptors,
+    /// while a client that sends its request as soon as it connects still gets in. Each is
+    /// closed anyway after [`header_timeout`](Self::header_timeout).
+    pub fn max_unadmitted_sockets(mut self, sockets: usize) -> Self {
+        self.max_unadmitted = sockets.max(1);
+        self
+    }
+
+    /// How many Streamable HTTP POSTs one connection may have waiting for its agent at once
+    /// (default 64): while the agent does not keep up (it reads a connection's messages only
+    /// as fast as it can handle them), a POST beyond it is refused with `429` and
+    /// `Retry-After` before its body is read, so the bodies held for a connection are bounded
+    /// (by this times [`max_body_bytes`](Self::max_body_bytes)). A WebSocket reads its next
+    /// message only once the agent took the last one.
+    pub fn max_requests_per_connection(mut self, requests: usize) -> Self {
+        self.max_requests = requests.max(1);
+        self
+    }
+
+    /// The most connections one named user may hold at once.
+    pub(crate) fn user_share(&self) -> usize {
+        self.max_connections_per_user
+            .unwrap_or(self.max_connections / 4)
+            .clamp(1, self.max_connections)
+    }
+
+    /// Whether each request is some named user's (then each has a share of the connections).
+    pub(crate) fn names_users(&self) -> bool {
+        matches!(self.auth, Auth::Tokens(_) | Auth::Users(_))
+    }
+
+    /// Who may connect, for the operator's log: the users by name, never a token.
+    pub(crate) fn describe_users(&self) -> String {
+        match &self.auth {
+            Auth::Bearer(_) => "one bearer token (one user)".to_owned(),
+            Auth::Check(_) => "the host's check (one user)".to_owned(),
+            Auth::Users(_) => "the users the host's check names".to_owned(),
+            Auth::Tokens(tokens) => {
+                let mut users: Vec<&str> = tokens.iter().map(|(user, _)| user.as_str()).collect();
+                users.sort_unstable();
+                users.dedup();
+                format!("users {}", users.join(", "))
+            }
+        }
+    }
+
     /// How long a connection may go without a message in either direction (and, over
     /// Streamable HTTP, without an open stream) before it is ended (default 5 minutes).
     pub fn idle_timeout(mut self, timeout: Duration) -> Self {
@@ -296,10 +439,11 @@ impl HttpConfig {
         self
     }
 
-    /// How long a new TCP connection may take to send its request's headers before it is
-    /// closed (default 30 s; [`Server::serve_http`](crate::Server::serve_http) only, a host
-    /// mounting [`Server::router`](crate::Server::router) sets its own): thousands of sockets
-    /// opened and left silent are closed, not kept.
+    /// How long a new TCP connection may take to send a request with valid credentials
+    /// before it is closed, whatever it sent meanwhile (default 30 s;
+    /// [`Server::serve_http`](crate::Server::serve_http) only, a host mounting
+    /// [`Server::router`](crate::Server::router) sets its own): thousands of sockets opened
+    /// and left silent, or sending an HTTP/2 preface and nothing more, are closed, not kept.
     pub fn header_timeout(mut self, timeout: Duration) -> Self {
         self.header_timeout = timeout.max(Duration::from_millis(10));
         self
@@ -412,7 +556,8 @@ mod tests {
     #[test]
     fn tokens_from_the_environment_name_their_users_and_malformed_ones_never_show_a_token() {
         let config =
-            HttpConfig::parse_tokens("alice:sekrit-a, bob:sekrit-b\ncarol:sekrit-c").unwrap();
+            HttpConfig::parse_tokens("alice:sekrit-a, bob:sekrit-b\ncarol:sekrit-c", TOKENS_VAR)
+                .unwrap();
         config.validate().unwrap();
         let bearer = |t: &str| parts(&[("authorization", &format!("Bearer {t}"))]);
         let user = |t: &str| config.admits(&bearer(t)).map(|u| u.0);
@@ -420,12 +565,61 @@ mod tests {
         assert_eq!(user("sekrit-c"), Some(Some("carol".to_owned())));
         assert_eq!(user("nope"), None);
         for bad in ["alice", "alice:", ":sekrit-x", "  ,  "] {
-            let e = HttpConfig::parse_tokens(bad).err().unwrap().to_string();
+            let e = HttpConfig::parse_tokens(bad, TOKENS_VAR)
+                .err()
+                .unwrap()
+                .to_string();
             assert!(
                 e.contains(TOKENS_VAR) && !e.contains("sekrit"),
                 "{bad}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn tokens_come_from_a_file_and_its_errors_never_show_a_token() {
+        let dir = std::env::temp_dir().join(format!("acp-tokens-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("tokens");
+        std::fs::write(
+            &file,
+            "# the users\nalice:sekrit-a\nbob:sekrit-b, carol:sekrit-c\n",
+        )
+        .unwrap();
+        let vars = |pairs: &[(&str, &std::path::Path)]| {
+            let pairs: Vec<(String, std::ffi::OsString)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.as_os_str().to_owned()))
+                .collect();
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            }
+        };
+        let config = HttpConfig::from_vars(vars(&[(TOKENS_FILE_VAR, &file)])).unwrap();
+        let bearer = |t: &str| parts(&[("authorization", &format!("Bearer {t}"))]);
+        assert_eq!(
+            config.admits(&bearer("sekrit-c")),
+            Some(User(Some("carol".into())))
+        );
+        assert_eq!(config.describe_users(), "users alice, bob, carol");
+        let one = dir.join("token");
+        std::fs::write(&one, "  sekrit-one\n").unwrap();
+        let config = HttpConfig::from_vars(vars(&[(TOKEN_FILE_VAR, &one)])).unwrap();
+        assert_eq!(config.admits(&bearer("sekrit-one")), Some(User(None)));
+        std::fs::write(&file, "alice:sekrit-a\nsekrit-b\n").unwrap();
+        let errors = [
+            HttpConfig::from_vars(vars(&[(TOKENS_FILE_VAR, &file)])),
+            HttpConfig::from_vars(vars(&[(TOKENS_FILE_VAR, &dir.join("none"))])),
+            HttpConfig::from_vars(vars(&[(TOKEN_FILE_VAR, &one), (TOKEN_VAR, &one)])),
+        ];
+        for e in errors {
+            let e = e.err().unwrap().to_string();
+            assert!(e.contains("ACP_TOKEN") && !e.contains("sekrit"), "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     fn parts(headers: &[(&str, &str)]) -> Parts {

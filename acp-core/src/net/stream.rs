@@ -16,22 +16,23 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::Extension;
-use axum::body::Bytes;
-use axum::extract::State;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use tokio::io::DuplexStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use super::bridge::{self, Lines};
 use super::config::{User, constant_time_eq};
+use super::refused::Refusal;
 use super::sse::{self, Outbox, Reader, Replay};
-use super::{CONNECTION_ID, SESSION_ID, Shared, admit, new_id, user_of};
+use super::{CONNECTION_ID, Place, SESSION_ID, Shared, admit, new_id, user_of};
 
 /// The header a client resuming a stream names the last event it got with.
 const LAST_EVENT_ID: &str = "last-event-id";
@@ -105,6 +106,8 @@ struct Conn {
     closed: CancellationToken,
     /// When a request last came, or a stream was last open.
     seen: Mutex<Instant>,
+    /// The places of the POSTs waiting for the agent (`max_requests_per_connection`).
+    waiting: Arc<Semaphore>,
 }
 
 /// Where answers go, and the streams.
@@ -133,13 +136,16 @@ impl Conn {
     }
 }
 
-/// POST `/acp`: a JSON-RPC message from the client.
+/// POST `/acp`: a JSON-RPC message from the client. Its body is read only once it has a
+/// place: among the connections (and its user's) for one without a connection id, which can
+/// only be `initialize`; among its connection's waiting POSTs for the others.
 pub(super) async fn post(
     State(shared): State<Shared>,
     Extension(user): Extension<User>,
-    headers: HeaderMap,
-    body: Bytes,
+    request: Request,
 ) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
     let json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -151,38 +157,52 @@ pub(super) async fn post(
             "Content-Type must be application/json",
         );
     }
-    let message: Value = match serde_json::from_slice(&body) {
-        Ok(message) => message,
-        Err(_) => return refuse(StatusCode::BAD_REQUEST, "Invalid JSON"),
-    };
-    if message.is_array() {
-        return refuse(
-            StatusCode::NOT_IMPLEMENTED,
-            "JSON-RPC batches are not supported",
-        );
-    }
-    if !message.is_object() {
-        return refuse(StatusCode::BAD_REQUEST, "Invalid JSON-RPC message");
-    }
-    let method = message.get("method").and_then(Value::as_str);
-    let id = message.get("id").and_then(id_key);
-    if method == Some("initialize") {
-        if headers.contains_key(CONNECTION_ID) {
-            return refuse(
-                StatusCode::BAD_REQUEST,
-                "initialize on an existing connection",
-            );
+    if !headers.contains_key(CONNECTION_ID) {
+        let place = match admit(&shared, user.0.as_deref()) {
+            Ok(place) => place,
+            Err(refused) => return refused,
+        };
+        let (body, message) = match read(&shared, body).await {
+            Ok(read) => read,
+            Err(refused) => return refused,
+        };
+        if message.get("method").and_then(Value::as_str) != Some("initialize") {
+            return refuse(StatusCode::BAD_REQUEST, "Missing Acp-Connection-Id");
         }
-        return match id {
-            Some(id) => initialize(&shared, &headers, user.0, &body, id).await,
+        return match message.get("id").and_then(id_key) {
+            Some(id) => initialize(&shared, headers, user.0, place, &body, id).await,
             None => refuse(StatusCode::BAD_REQUEST, "initialize must be a request"),
         };
     }
-    let conn = match shared.connections.find(&headers, &user) {
+    let conn = match shared.connections.find(headers, &user) {
         Ok(conn) => conn,
         Err(refused) => return refused,
     };
     conn.touch();
+    let Ok(_waiting) = conn.waiting.clone().try_acquire_owned() else {
+        debug!("refused a POST: its connection has too many waiting for the agent");
+        shared.refusals.count(Refusal::Requests);
+        let mut response = refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many requests waiting on this connection",
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    };
+    let (body, message) = match read(&shared, body).await {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
+    let method = message.get("method").and_then(Value::as_str);
+    let id = message.get("id").and_then(id_key);
+    if method == Some("initialize") {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "initialize on an existing connection",
+        );
+    }
     let header_session = headers.get(SESSION_ID).and_then(|v| v.to_str().ok());
     if let Some(method) = method {
         let param_session = message.pointer("/params/sessionId").and_then(Value::as_str);
@@ -214,23 +234,45 @@ pub(super) async fn post(
     }
 }
 
+/// A POST's body, up to the size limit (`413`), as one JSON-RPC message (not a batch).
+async fn read(shared: &Shared, body: Body) -> Result<(Bytes, Value), Response> {
+    let Ok(body) = axum::body::to_bytes(body, shared.config.max_body).await else {
+        // Over the limit, or the client went away meanwhile (then nobody reads this).
+        return Err(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Request body too large",
+        ));
+    };
+    let message: Value = match serde_json::from_slice(&body) {
+        Ok(message) => message,
+        Err(_) => return Err(refuse(StatusCode::BAD_REQUEST, "Invalid JSON")),
+    };
+    if message.is_array() {
+        return Err(refuse(
+            StatusCode::NOT_IMPLEMENTED,
+            "JSON-RPC batches are not supported",
+        ));
+    }
+    if !message.is_object() {
+        return Err(refuse(StatusCode::BAD_REQUEST, "Invalid JSON-RPC message"));
+    }
+    Ok((body, message))
+}
+
 /// `initialize` without a connection id: a new connection of `user`'s, answered with its id.
 async fn initialize(
     shared: &Shared,
     headers: &HeaderMap,
     user: Option<String>,
+    place: Place,
     body: &[u8],
     id: String,
 ) -> Response {
-    let permit = match admit(shared) {
-        Ok(permit) => permit,
-        Err(refused) => return refused,
-    };
     let conn_id = match new_id() {
         Ok(id) => id,
         Err(failed) => return failed,
     };
-    let bridge = bridge::start(&shared.serve, permit, user.clone());
+    let bridge = bridge::start(&shared.serve, place, user.clone());
     let (answered, answer) = oneshot::channel();
     let conn = Arc::new(Conn {
         id: conn_id.clone(),
@@ -244,6 +286,7 @@ async fn initialize(
         streams: std::sync::atomic::AtomicUsize::new(0),
         closed: CancellationToken::new(),
         seen: Mutex::new(Instant::now()),
+        waiting: Arc::new(Semaphore::new(shared.config.max_requests)),
     });
     tokio::spawn(route(
         conn.clone(),

@@ -9,21 +9,28 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt};
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::{Instant, sleep_until};
 use tracing::debug;
 
 use super::bridge::{self, Bridge};
-use super::{CONNECTION_ID, Shared, admit, new_id};
+use super::refused::Refusal;
+use super::socket::Busy;
+use super::{CONNECTION_ID, Place, Shared, admit, new_id};
 
 /// What each socket's read and write buffers start at (tungstenite's default is 128 KiB each:
 /// a quarter of a megabyte per idle connection).
 const SOCKET_BUFFER: usize = 16 * 1024;
 
 /// Accepts the upgrade (the guard already checked the request) if a connection is free: a
-/// connection of `user`'s.
-pub(super) fn upgrade(shared: Shared, upgrade: WebSocketUpgrade, user: Option<String>) -> Response {
-    let permit = match admit(&shared) {
+/// connection of `user`'s. `busy` keeps its TCP connection from being closed as idle while
+/// the socket is open.
+pub(super) fn upgrade(
+    shared: Shared,
+    upgrade: WebSocketUpgrade,
+    user: Option<String>,
+    busy: Option<Busy>,
+) -> Response {
+    let place = match admit(&shared, user.as_deref()) {
         Ok(permit) => permit,
         Err(refused) => return refused,
     };
@@ -40,7 +47,10 @@ pub(super) fn upgrade(shared: Shared, upgrade: WebSocketUpgrade, user: Option<St
         .read_buffer_size(SOCKET_BUFFER)
         .write_buffer_size(SOCKET_BUFFER)
         .on_failed_upgrade(|e| debug!("a WebSocket upgrade failed: {e}"))
-        .on_upgrade(move |socket| run(shared, socket, permit, user))
+        .on_upgrade(move |socket| async move {
+            run(shared, socket, place, user).await;
+            drop(busy);
+        })
         .into_response();
     if let Some(header) = header {
         response.headers_mut().insert(CONNECTION_ID, header);
@@ -51,16 +61,11 @@ pub(super) fn upgrade(shared: Shared, upgrade: WebSocketUpgrade, user: Option<St
 /// Carries messages between the socket and the connection's runtime until either ends or
 /// nothing moves for the idle timeout. Each direction waits only for itself: a client that
 /// does not read stalls its own output, one that floods its own input.
-async fn run(
-    shared: Shared,
-    socket: WebSocket,
-    permit: OwnedSemaphorePermit,
-    user: Option<String>,
-) {
+async fn run(shared: Shared, socket: WebSocket, place: Place, user: Option<String>) {
     let Bridge {
         mut input,
         mut output,
-    } = bridge::start(&shared.serve, permit, user);
+    } = bridge::start(&shared.serve, place, user);
     let idle = shared.config.idle_timeout;
     let start = Instant::now();
     // Milliseconds from `start` of the last message either way.
@@ -68,7 +73,16 @@ async fn run(
     let touch = || last.store(elapsed_ms(start), Ordering::Relaxed);
     let (mut to_client, mut from_client) = socket.split();
     let inbound = async {
-        while let Some(Ok(message)) = from_client.next().await {
+        while let Some(message) = from_client.next().await {
+            let message = match message {
+                Ok(message) => message,
+                Err(e) => {
+                    if too_large(e) {
+                        shared.refusals.count(Refusal::BodySize);
+                    }
+                    break;
+                }
+            };
             touch();
             match message {
                 Message::Text(text)
@@ -117,6 +131,16 @@ async fn run(
     // as it does when stdin closes (see `serve`), letting its running turns finish.
     drop(input);
     output.discard_rest();
+}
+
+/// Whether a socket's read failed on a message over the size limit.
+fn too_large(e: axum::Error) -> bool {
+    use tokio_tungstenite::tungstenite::error::{CapacityError, Error};
+    let e = e.into_inner();
+    matches!(
+        e.downcast_ref::<Error>(),
+        Some(Error::Capacity(CapacityError::MessageTooLong { .. }))
+    )
 }
 
 fn elapsed_ms(start: Instant) -> u64 {

@@ -24,6 +24,8 @@ use super::roots::Roots;
 pub(crate) const SECRET_VARS: &[&str] = &[
     "ACP_TOKEN",
     "ACP_TOKENS",
+    "ACP_TOKEN_FILE",
+    "ACP_TOKENS_FILE",
     "ACP_DATABASE_URL",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
