@@ -35,7 +35,7 @@ pub(crate) struct Grants {
     /// Directories every user may use.
     every: Vec<PathBuf>,
     /// More directories per user.
-    per_user: Vec<(String, Vec<PathBuf>)>,
+    per_user: Vec<UserRoots>,
     mcp_commands: Vec<String>,
     mcp_urls: Vec<String>,
     providers: bool,
@@ -165,9 +165,12 @@ fn list(value: &str) -> impl Iterator<Item = String> + '_ {
         .map(str::to_owned)
 }
 
+/// Directories granted to one user.
+type UserRoots = (String, Vec<PathBuf>);
+
 /// `$ACP_ROOTS`: comma-separated entries, each `DIR[:DIR…]` (every user) or
 /// `user=DIR[:DIR…]` (that user).
-fn parse_roots(value: &str) -> Result<(Vec<PathBuf>, Vec<(String, Vec<PathBuf>)>)> {
+fn parse_roots(value: &str) -> Result<(Vec<PathBuf>, Vec<UserRoots>)> {
     let (mut every, mut per_user) = (Vec::new(), Vec::new());
     for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
         let (user, dirs) = match entry.split_once('=') {
