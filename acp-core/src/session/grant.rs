@@ -83,6 +83,7 @@ impl Grant {
     /// Nothing beyond `roots` (resolved already): no client-named MCP server, no
     /// `providers/*`, children with a clean environment. The network's default, widened with
     /// the `allow_*` methods.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // The network builds these.
     pub fn network(roots: Vec<PathBuf>) -> Self {
         Grant {
             roots: Some(roots.into()),
@@ -96,24 +97,28 @@ impl Grant {
     }
 
     /// Also lets the client name stdio MCP servers with these commands.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // The network builds these.
     pub fn allow_mcp_commands(mut self, commands: Arc<[String]>) -> Self {
         self.mcp_commands = Some(commands);
         self
     }
 
     /// Also lets the client name HTTP and SSE MCP servers under these URL prefixes.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // The network builds these.
     pub fn allow_mcp_urls(mut self, urls: Arc<[String]>) -> Self {
         self.mcp_urls = Some(urls);
         self
     }
 
     /// Answers `providers/*` for the client (or not).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // The network builds these.
     pub fn allow_providers(mut self, allowed: bool) -> Self {
         self.providers = allowed;
         self
     }
 
     /// Also passes these variables to the children of a clean environment.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))] // The network builds these.
     pub fn pass_env(mut self, names: Arc<[String]>) -> Self {
         self.passed = names;
         self
@@ -126,6 +131,7 @@ impl Grant {
     }
 
     /// Whether the client may repoint the agent's model (`providers/*`).
+    #[cfg_attr(not(feature = "llm-providers"), allow(dead_code))]
     pub fn providers(&self) -> bool {
         self.providers
     }

@@ -238,6 +238,7 @@ impl SqliteStore {
     /// The directory of this agent's own data under the data directory (see
     /// [`default_path`](Self::default_path)), e.g. where the network service keeps each
     /// user's default workspace.
+    #[cfg(feature = "http")]
     pub(crate) fn agent_dir(agent_name: &str) -> Option<PathBuf> {
         let dir = location::data_dir_from(std::env::var_os(DATA_DIR_VAR), dirs::data_dir())?;
         Some(dir.join(location::dir_name(agent_name)))
