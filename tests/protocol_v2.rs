@@ -320,6 +320,59 @@ async fn a_repeated_idempotency_key_starts_no_second_turn() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_retry_while_the_first_prompt_is_running_or_queued_starts_no_second_turn() {
+    let client = connect().await;
+    let session = new_session(&client).await;
+    let params = |text: &str, key: &str| json!({"sessionId": session, "prompt": [{"type": "text", "text": text}], "idempotencyKey": key});
+    // The first prompt runs, waiting for the user's permission; the second waits behind it.
+    let running = client
+        .request("session/prompt", params("write", "key-a"))
+        .await
+        .unwrap();
+    let held = client
+        .next_request("session/request_permission")
+        .await
+        .expect("a permission request");
+    let queued = client.send_request("session/prompt", params("stream 1", "key-b"));
+    // Retries of both while they run and wait: the same message ids, at once.
+    let again = client
+        .request("session/prompt", params("write", "key-a"))
+        .await
+        .unwrap();
+    assert_eq!(again["messageId"], running["messageId"]);
+    let retried = client
+        .request("session/prompt", params("stream 1", "key-b"))
+        .await
+        .unwrap();
+    let option = held.params()["options"][0]["optionId"].clone();
+    held.respond(json!({"outcome": {"outcome": "selected", "optionId": option}}));
+    let (first, _) = until_idle(&client).await;
+    let (second, frames) = until_idle(&client).await;
+    let answer = frames
+        .iter()
+        .find(|f| f.is_response_to(&queued))
+        .expect("the queued prompt answered when its turn started");
+    assert_eq!(
+        answer.json().unwrap()["result"]["messageId"],
+        retried["messageId"]
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let later: Vec<String> = client
+        .take_unread()
+        .iter()
+        .filter_map(update)
+        .map(|u| kind(&u))
+        .collect();
+    // Each turn echoes its prompt once, as its user message.
+    let runs = |kinds: &[String]| kinds.iter().filter(|k| *k == "user_message").count();
+    assert_eq!(
+        (runs(&first), runs(&second), runs(&later)),
+        (1, 1, 0),
+        "one turn per prompt: {first:?} {second:?} {later:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn without_a_store_the_baseline_session_methods_answer_that_nothing_is_kept() {
     let client = TestClient::builder()
         .skip_initialize()

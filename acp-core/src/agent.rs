@@ -178,7 +178,11 @@ pub trait Agent: Send + Sync + 'static {
     /// update methods, then return.
     fn load_session(&self, cx: &Session) -> impl Future<Output = Result<SessionSetup>> + Send {
         let _ = cx;
-        async { Err(Error::method_not_found("session/load")) }
+        async {
+            Err(Error::method_not_found(
+                crate::protocol::methods::SESSION_LOAD,
+            ))
+        }
     }
 
     /// One prompt turn. Send updates through `cx`, then return why the turn stopped.

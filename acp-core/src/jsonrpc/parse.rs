@@ -302,7 +302,7 @@ mod tests {
     #[test]
     fn params_errors_name_the_field() {
         let raw = RawValue::from_string(r#"{"cwd":"/"}"#.into()).unwrap();
-        let err = params::<schema::PromptRequest>("session/prompt", Some(&raw)).unwrap_err();
+        let err = params::<schema::PromptRequest>("example/prompt", Some(&raw)).unwrap_err();
         assert_eq!(i32::from(err.code), -32602);
         assert!(err.message.contains("sessionId"), "{}", err.message);
     }
@@ -310,7 +310,7 @@ mod tests {
     #[test]
     fn params_errors_name_a_wrongly_typed_field() {
         let raw = RawValue::from_string(r#"{"cwd":"/","mcpServers":"none"}"#.into()).unwrap();
-        let err = params::<schema::NewSessionRequest>("session/new", Some(&raw)).unwrap_err();
+        let err = params::<schema::NewSessionRequest>("example/new", Some(&raw)).unwrap_err();
         assert!(
             err.message.contains("field `mcpServers`"),
             "{}",
@@ -318,7 +318,7 @@ mod tests {
         );
         let raw = RawValue::from_string(r#"{"sessionId":"s","prompt":[{"type":"text"}]}"#.into())
             .unwrap();
-        let err = params::<schema::PromptRequest>("session/prompt", Some(&raw)).unwrap_err();
+        let err = params::<schema::PromptRequest>("example/prompt", Some(&raw)).unwrap_err();
         assert!(err.message.contains("prompt[0]"), "{}", err.message);
     }
 
@@ -326,10 +326,10 @@ mod tests {
     #[test]
     fn arbitrary_lines_never_panic() {
         let seeds: [&[u8]; 5] = [
-            br#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"example/prompt","params":{"sessionId":"s","prompt":[]}}"#,
             br#"{"jsonrpc":"2.0","id":"x","result":{"outcome":{"outcome":"cancelled"}}}"#,
             br#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"m","data":[1]}}"#,
-            br#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#,
+            br#"{"jsonrpc":"2.0","method":"example/cancel","params":{"sessionId":"s"}}"#,
             br#"[{"jsonrpc":"2.0"},null,1.5e400,"\ud800"]"#,
         ];
         let mut state = 0x9e37_79b9_7f4a_7c15_u64;
@@ -360,7 +360,7 @@ mod tests {
                         params: Some(p), ..
                     },
                 ) => {
-                    let _ = params::<schema::PromptRequest>("session/prompt", Some(p));
+                    let _ = params::<schema::PromptRequest>("example/prompt", Some(p));
                 }
                 Ok(_) => {}
                 Err(rejected) => assert!(

@@ -33,6 +33,7 @@ use super::config::{User, constant_time_eq};
 use super::refused::Refusal;
 use super::sse::{self, Outbox, Reader, Replay};
 use super::{CONNECTION_ID, Place, SESSION_ID, Shared, admit, new_id, user_of};
+use crate::protocol::methods;
 
 /// The header a client resuming a stream names the last event it got with.
 const LAST_EVENT_ID: &str = "last-event-id";
@@ -42,20 +43,6 @@ const MAX_SESSIONS: usize = 256;
 
 /// How long `initialize` may take to be answered.
 const INITIALIZE_WAIT: Duration = Duration::from_secs(30);
-
-/// The methods whose POST must name its session (`Acp-Session-Id`), as the SDKs do.
-const SESSION_SCOPED: &[&str] = &[
-    "session/cancel",
-    "session/close",
-    "session/delete",
-    "session/fork",
-    "session/load",
-    "session/prompt",
-    "session/resume",
-    "session/set_config_option",
-    "session/set_mode",
-    "session/set_model",
-];
 
 /// The live Streamable HTTP connections, by id.
 #[derive(Clone, Default)]
@@ -206,7 +193,8 @@ pub(super) async fn post(
     let header_session = headers.get(SESSION_ID).and_then(|v| v.to_str().ok());
     if let Some(method) = method {
         let param_session = message.pointer("/params/sessionId").and_then(Value::as_str);
-        if (SESSION_SCOPED.contains(&method) || param_session.is_some()) && header_session.is_none()
+        if (methods::SESSION_SCOPED.contains(&method) || param_session.is_some())
+            && header_session.is_none()
         {
             return refuse(StatusCode::BAD_REQUEST, "Missing Acp-Session-Id");
         }
@@ -220,7 +208,7 @@ pub(super) async fn post(
         }
         if let Some(id) = id {
             let route = match method {
-                "session/load" => None,
+                methods::SESSION_LOAD => None,
                 _ => header_session.map(str::to_owned),
             };
             conn.routes().pending.insert(id, route);

@@ -20,6 +20,7 @@ use crate::jsonrpc;
 use crate::mcp;
 use crate::peer::Frame;
 use crate::protocol::{Version, methods, v2};
+use crate::schema::v2 as v2s;
 use crate::schema::{self, ErrorCode, ProtocolVersion, RequestId};
 use crate::session::{Request, Session, SessionState, user_chunk};
 use crate::store::Record;
@@ -209,57 +210,58 @@ pub(super) fn initialize<A: Agent>(
     r.conn.use_local_backend();
     super::v2_terminals::display(&r.conn);
     let _ = r.conn.client_info.set(None);
-    let v1 = r.agent.capabilities();
-    let marker = |on: bool| on.then(|| json!({}));
-    let prompt = &v1.prompt_capabilities;
-    let mut session = json!({
-        "prompt": {
-            "image": marker(prompt.image),
-            "audio": marker(prompt.audio),
-            "embeddedContext": marker(prompt.embedded_context),
-        },
-        "mcp": {"stdio": {}, "http": marker(mcp::capabilities().http)},
-        "additionalDirectories": {},
-    });
-    if r.store().is_some() {
-        session["delete"] = json!({});
-    }
-    strip_nulls(&mut session);
-    let auth_methods: Vec<Value> =
-        offered_auth_methods(r.agent.auth_methods(), r.conn.client_capabilities())
-            .into_iter()
-            .filter(|m| matches!(m, schema::AuthMethod::Agent(_)))
-            .filter_map(|m| {
-                let mut m = serde_json::to_value(m).ok()?;
-                let fields = m.as_object_mut()?;
-                let id = fields.remove("id")?;
-                fields.insert("methodId".into(), id);
-                fields.insert("type".into(), "agent".into());
-                Some(m)
-            })
-            .collect();
-    let info = r.agent.info();
-    #[cfg_attr(not(feature = "llm-providers"), allow(unused_mut))]
-    let mut capabilities = json!({"session": session});
-    #[cfg(feature = "llm-providers")]
-    if super::providers::configurable(r) {
-        capabilities["providers"] = json!({});
-    }
-    let response = json!({
-        "protocolVersion": ProtocolVersion::V2,
-        "info": info,
-        "capabilities": capabilities,
-        "authMethods": auth_methods,
-    });
+    let response = initialize_response(r);
     Ok(jsonrpc::encode_result(id, &response))
 }
 
-/// Removes the `null` members of `value`'s objects (a marker not given).
-fn strip_nulls(value: &mut Value) {
-    if let Value::Object(map) = value {
-        map.retain(|_, v| !v.is_null());
-        map.values_mut().for_each(strip_nulls);
+/// The v2 answer to `initialize`, typed with the schema crate's v2 types: what the agent
+/// advertises (its prompt content, the MCP transports, additional directories, `delete`
+/// with a store, `providers` when the client may set them) and its `agent` sign-in methods.
+fn initialize_response<A: Agent>(r: &Router<A>) -> v2s::InitializeResponse {
+    let v1 = r.agent.capabilities();
+    let prompt = &v1.prompt_capabilities;
+    let prompt = v2s::PromptCapabilities::new()
+        .image(prompt.image.then(v2s::PromptImageCapabilities::new))
+        .audio(prompt.audio.then(v2s::PromptAudioCapabilities::new))
+        .embedded_context(
+            prompt
+                .embedded_context
+                .then(v2s::PromptEmbeddedContextCapabilities::new),
+        );
+    let mcp = v2s::McpCapabilities::new()
+        .stdio(v2s::McpStdioCapabilities::new())
+        .http(mcp::capabilities().http.then(v2s::McpHttpCapabilities::new));
+    let session = v2s::SessionCapabilities::new()
+        .prompt(prompt)
+        .mcp(mcp)
+        .additional_directories(v2s::SessionAdditionalDirectoriesCapabilities::new())
+        .delete(
+            r.store()
+                .is_some()
+                .then(v2s::SessionDeleteCapabilities::new),
+        );
+    #[cfg_attr(not(feature = "llm-providers"), allow(unused_mut))]
+    let mut capabilities = v2s::AgentCapabilities::new().session(session);
+    #[cfg(feature = "llm-providers")]
+    if super::providers::configurable(r) {
+        capabilities = capabilities.providers(v2s::ProvidersCapabilities::new());
     }
+    let auth_methods = offered_auth_methods(r.agent.auth_methods(), r.conn.client_capabilities())
+        .into_iter()
+        .filter_map(|method| match method {
+            schema::AuthMethod::Agent(m) => Some(v2s::AuthMethod::Agent(
+                v2s::AuthMethodAgent::new(m.id.0.to_string(), m.name)
+                    .description(m.description)
+                    .meta(m.meta),
+            )),
+            _ => None,
+        })
+        .collect();
+    let info = r.agent.info();
+    let info = v2s::Implementation::new(info.name, info.version).title(info.title);
+    v2s::InitializeResponse::new(ProtocolVersion::V2, info)
+        .capabilities(capabilities)
+        .auth_methods(auth_methods)
 }
 
 fn login<A: Agent>(

@@ -302,7 +302,9 @@ impl Session {
     pub(crate) async fn client_sets_mode(&self, mode: &str) -> Result<()> {
         let settings = self.settings();
         let Some(spec) = settings.modes else {
-            return Err(Error::method_not_found("session/set_mode"));
+            return Err(Error::method_not_found(
+                crate::protocol::methods::SESSION_SET_MODE,
+            ));
         };
         let Some(choice) = spec.choice(mode) else {
             let ConfigKind::Select(choices) = spec.kind else {
