@@ -19,20 +19,21 @@
 //! | module | owns |
 //! | --- | --- |
 //! | `error` | [`Error`], [`Result`] and their JSON-RPC error codes |
+//! | `sync` | the one way the runtime takes its locks (recovering from a panic elsewhere) |
 //! | `jsonrpc` | classifying incoming lines, encoding frames, our requests awaiting answers |
 //! | `transport` | newline framing with its limits; the process's stdio |
 //! | `protocol` | ACP method names (from the schema crate); the account of a session (v1's update types); every frame the runtime sends, in v1 or v2 (negotiated per connection) |
 //! | `store` | recorded sessions: the [`store::SessionStore`] trait, in memory and SQLite |
 //! | `peer` | the output queue and writer task (which journals records before writing), the reader loop and its admissions, requests to the client |
 //! | `turn` | one prompt turn: cancellation, grace, the end-of-turn sweep and answer |
-//! | `session` | [`Session`], fs, terminals (the client's, or local: `session/local`), tool-call guards, per-session state, the registry |
+//! | `session` | [`Session`], fs, terminals (the client's, or local: `session/local`), tool-call guards, per-session state, the registry; what the operator granted a connection's client (`session/grant`: directories, processes, endpoints, the children's environment) |
 //! | `tools` | tool definitions and output, the tool-call lifecycle, calls by name, schemas |
 //! | `mcp` | the client's MCP servers: connected per session, their tools in the session's table, stopped with it |
 //! | `llm` | a language model in the loop (feature `llm`): providers (OpenAI Chat Completions, Anthropic Messages), streamed; the loop through the session's tool table |
 //! | `agent` | the [`Agent`] trait, [`Prompt`], [`SessionSetup`] |
 //! | `router` | the method tables (v1's, v2's): method → capability gate → inline or spawned → handler; the history methods; v2's prompt lifecycle and agent-owned terminals |
 //! | `serve` | [`Server`] and its limits and store: wiring it all together; shutdown |
-//! | `net` | the agent as a network service (feature `http`): WebSocket and Streamable HTTP on `/acp`, one `serve` per connection, behind a bearer token |
+//! | `net` | the agent as a network service (feature `http`): WebSocket and Streamable HTTP on `/acp`, one `serve` per connection, behind a bearer token; each user's grant and share of the limits |
 //! | `testing` | the scripted client (feature `testing`) |
 //! | `__private` | the ABI of the macros' expansion |
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -59,6 +60,7 @@ mod router;
 mod serve;
 mod session;
 pub mod store;
+mod sync;
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;

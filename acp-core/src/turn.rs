@@ -15,6 +15,7 @@ use tracing::debug;
 use crate::peer::{Frame, Peer, Sequence, turn_ended};
 use crate::protocol::{account, v1};
 use crate::schema::{SessionId, StopReason, ToolCallId, Usage};
+use crate::sync::lock;
 use crate::{Error, Result};
 
 /// How long a cancelled turn may keep running to wind down before it is dropped.
@@ -79,11 +80,7 @@ impl Turn {
 
     /// Has a cancelled turn wait for `settled` (at most [`CANCEL_GRACE`]) before it ends.
     pub fn settle_before_end(&self, settled: BoxFuture<'static, ()>) {
-        self.settling
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .0
-            .push(settled);
+        lock(&self.settling).0.push(settled);
     }
 
     /// Whether the turn is about to be (or was) answered: no update may be sent any more.
@@ -92,9 +89,7 @@ impl Turn {
     }
 
     fn open(&self) -> std::sync::MutexGuard<'_, Vec<ToolCallId>> {
-        self.open_tool_calls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        lock(&self.open_tool_calls)
     }
 
     /// Records a tool call as started.
@@ -109,7 +104,7 @@ impl Turn {
 
     /// Adds `more` to the tokens the turn used.
     pub fn add_usage(&self, more: Usage) {
-        let mut usage = self.usage.lock().unwrap_or_else(|e| e.into_inner());
+        let mut usage = lock(&self.usage);
         *usage = Some(match usage.take() {
             None => more,
             Some(sum) => {
@@ -141,8 +136,7 @@ impl Turn {
         outcome: Result<StopReason>,
     ) -> (Frame, Option<Frame>) {
         let cancelled = self.cancel.is_cancelled();
-        let settling =
-            std::mem::take(&mut self.settling.lock().unwrap_or_else(|e| e.into_inner()).0);
+        let settling = std::mem::take(&mut lock(&self.settling).0);
         if cancelled && !settling.is_empty() {
             let all = futures_util::future::join_all(settling);
             let _ = tokio::time::timeout(CANCEL_GRACE, all).await;
@@ -162,7 +156,7 @@ impl Turn {
         }
         self.closing.store(true, Ordering::Release);
         debug!(cancelled, ok = outcome.is_ok(), "turn finished");
-        let usage = self.usage.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let usage = lock(&self.usage).take();
         let (bytes, stop) = match ending {
             Ending::Answer { id, meta } => v1::prompt_answer(id, outcome, cancelled, meta, usage),
             #[cfg(feature = "v2")]

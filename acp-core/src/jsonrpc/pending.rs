@@ -8,6 +8,7 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use crate::schema::{self, RequestId};
+use crate::sync::lock;
 
 /// The client's answer to one of our requests: its `result`, or why there is none.
 pub(crate) type Answer = Result<Box<RawValue>, Failed>;
@@ -31,7 +32,7 @@ pub(crate) struct Pending {
 
 impl Pending {
     fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<Answer>>> {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.waiting)
     }
 
     /// A fresh id and the channel its answer will arrive on.

@@ -17,6 +17,7 @@ use crate::schema::{
     DisableProviderRequest, LlmProtocol, ProviderCurrentConfig, ProviderId, ProviderInfo,
     SetProviderRequest,
 };
+use crate::sync::{read, write};
 use crate::{Error, Result};
 
 /// A provider the editor may reroute or disable, known to it by an id (`"main"`, say).
@@ -113,15 +114,11 @@ impl Endpoint {
     }
 
     fn state(&self) -> State {
-        self.inner
-            .state
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        read(&self.inner.state).clone()
     }
 
     fn set_state(&self, state: State) {
-        *self.inner.state.write().unwrap_or_else(|e| e.into_inner()) = state;
+        *write(&self.inner.state) = state;
     }
 
     /// The provider its calls go to now; `None` when disabled.

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use futures_util::{StreamExt, stream};
 
 use super::{Event, EventStream, Message, Provider, Request, Stop, ToolSpec, Usage};
+use crate::sync::lock;
 use crate::{Error, Result};
 
 /// One scripted answer: the events of one model call, in order.
@@ -178,10 +179,6 @@ impl std::fmt::Debug for Scripted {
             .field("dropped", &self.dropped())
             .finish_non_exhaustive()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Scripted {

@@ -18,6 +18,7 @@ use tracing::{debug, warn};
 use crate::schema::McpServer;
 use crate::session::grant::Grant;
 use crate::session::local::{exited, kill_group};
+use crate::sync::lock;
 
 /// How long a stdio server gets to exit on its own once its stdin is closed, before it is
 /// killed.
@@ -170,7 +171,7 @@ impl Live {
         if let Some(mut service) = self.service.lock().await.take() {
             let _ = service.close_with_timeout(EXIT_WAIT).await;
         }
-        let child = self.child.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let child = lock(&self.child).take();
         if let Some(mut child) = child {
             child.stop().await;
         }

@@ -62,6 +62,7 @@ pub use http::request::Parts as RequestParts;
 
 use crate::agent::Agent;
 use crate::serve::Server;
+use crate::sync::lock;
 use crate::{Error, Result};
 use bridge::ServeFn;
 use refused::{Refusal, Refusals};
@@ -412,7 +413,7 @@ pub(crate) struct Place {
 impl Drop for Place {
     fn drop(&mut self) {
         if let Some((users, user)) = self.user.take() {
-            let mut users = users.lock().unwrap_or_else(|p| p.into_inner());
+            let mut users = lock(&users);
             if let Some(n) = users.get_mut(&user) {
                 *n -= 1;
                 if *n == 0 {
@@ -434,7 +435,7 @@ fn admit(shared: &Shared, user: Option<&str>) -> Result<Place, Response> {
         response
     };
     let refused = {
-        let mut users = shared.users.lock().unwrap_or_else(|p| p.into_inner());
+        let mut users = lock(&shared.users);
         if user
             .is_some_and(|user| users.get(user).copied().unwrap_or(0) >= shared.config.user_share())
         {

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::sync::lock;
 use tokio::time::Instant;
 use tracing::warn;
 
@@ -59,7 +60,7 @@ impl Refusals {
         self.counts[i].fetch_add(1, Ordering::Relaxed);
         let now = Instant::now();
         {
-            let mut logged = self.logged.lock().unwrap_or_else(|p| p.into_inner());
+            let mut logged = lock(&self.logged);
             if logged.is_some_and(|at| now.duration_since(at) < EVERY) {
                 return;
             }

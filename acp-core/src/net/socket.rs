@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::sync::lock;
 use tokio::sync::Notify;
 use tokio::time::{Instant, sleep_until};
 
@@ -101,7 +102,7 @@ impl Socket {
             } else if self.busy.load(Ordering::Acquire) > 0 {
                 None
             } else {
-                let since = *self.idle_since.lock().unwrap_or_else(|p| p.into_inner());
+                let since = *lock(&self.idle_since);
                 Some((since + idle, Expiry::Idle))
             };
             match deadline {
@@ -137,7 +138,7 @@ impl Waiting {
 
     /// Adds a socket just accepted; whether the oldest waiting had to be closed for it.
     pub(crate) fn push(&self, socket: Arc<Socket>) -> bool {
-        let mut sockets = self.sockets.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sockets = lock(&self.sockets);
         sockets.retain(|socket| socket.waiting());
         let evicted = sockets.len() >= self.max;
         if evicted && let Some(oldest) = sockets.pop_front() {
@@ -153,7 +154,7 @@ pub(crate) struct Busy(Arc<Socket>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        *self.0.idle_since.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        *lock(&self.0.idle_since) = Instant::now();
         if self.0.busy.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.0.changed.notify_one();
         }

@@ -34,6 +34,7 @@ use super::refused::Refusal;
 use super::sse::{self, Outbox, Reader, Replay};
 use super::{CONNECTION_ID, Place, SESSION_ID, Shared, admit, new_id, user_of};
 use crate::protocol::methods;
+use crate::sync::lock;
 
 /// The header a client resuming a stream names the last event it got with.
 const LAST_EVENT_ID: &str = "last-event-id";
@@ -50,7 +51,7 @@ pub(super) struct Connections(Arc<Mutex<HashMap<String, Arc<Conn>>>>);
 
 impl Connections {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Conn>>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.0)
     }
 
     /// The connection `headers` name, if it exists and was opened with the same credentials
@@ -110,11 +111,11 @@ struct Routes {
 
 impl Conn {
     fn routes(&self) -> MutexGuard<'_, Routes> {
-        self.routes.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.routes)
     }
 
     fn touch(&self) {
-        *self.seen.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+        *lock(&self.seen) = Instant::now();
     }
 
     async fn send(&self, message: &str) -> bool {
@@ -388,7 +389,7 @@ fn destination(conn: &Conn, line: &str) -> Option<mpsc::Sender<String>> {
 /// Ends the connection once nobody used it for `idle` (no request, no stream open).
 async fn expire(conn: Arc<Conn>, connections: Connections, idle: Duration) {
     loop {
-        let seen = *conn.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let seen = *lock(&conn.seen);
         let deadline = seen + idle;
         tokio::select! {
             () = tokio::time::sleep_until(deadline) => {}
@@ -396,7 +397,7 @@ async fn expire(conn: Arc<Conn>, connections: Connections, idle: Duration) {
         }
         if conn.streams.load(Ordering::Relaxed) > 0 {
             conn.touch();
-        } else if *conn.seen.lock().unwrap_or_else(|p| p.into_inner()) + idle <= Instant::now() {
+        } else if *lock(&conn.seen) + idle <= Instant::now() {
             debug!("ending a Streamable HTTP connection idle for {idle:?}");
             connections.remove(&conn.id);
             return;

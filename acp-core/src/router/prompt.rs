@@ -13,6 +13,7 @@ use crate::agent::{Agent, Prompt};
 use crate::protocol::methods;
 use crate::schema::{self, ErrorCode, RequestId};
 use crate::session::{Request, Session, SessionState};
+use crate::sync::lock;
 use crate::turn::{self, Turn};
 
 /// Starts a prompt turn. The session is checked and marked busy here, on the reader's task, so
@@ -48,10 +49,7 @@ pub(super) fn prompt<A: Agent>(
         ));
     }
     let prompts = r.prompts.clone();
-    prompts
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(id.clone(), turn.clone());
+    lock(&prompts).insert(id.clone(), turn.clone());
     let agent = r.agent.clone();
     let span =
         debug_span!("turn", session = %state.id, command = command.as_ref().map(|c| c.0.as_str()));
@@ -74,10 +72,7 @@ pub(super) fn prompt<A: Agent>(
             // Free the session before the answer leaves: a client may send its next prompt the
             // moment it reads the answer.
             state.end_turn();
-            prompts
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&id);
+            lock(&prompts).remove(&id);
             // The answer skips the writer's queue when nothing is waiting in it.
             let _ = state.conn.peer.send_now(frame).await;
             if let Some(ended) = ended {
@@ -129,12 +124,7 @@ pub(super) fn command_of<A: Agent>(
     prompt: &Prompt,
 ) -> Option<(String, Prompt)> {
     prompt.command().and_then(|(name, rest)| {
-        let offered = state
-            .commands
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .any(|c| c.name == name);
+        let offered = lock(&state.commands).iter().any(|c| c.name == name);
         let declared = r.agent.commands().iter().any(|c| c.name == name);
         (offered && declared).then(|| (name.to_owned(), rest))
     })
@@ -165,11 +155,7 @@ pub(super) fn cancel<A: Agent>(r: &Router<A>, raw: Option<&RawValue>) {
 /// Protocol-level cancellation of one request: for a prompt, cancels its turn.
 pub(super) fn cancel_request<A: Agent>(r: &Router<A>, raw: Option<&RawValue>) {
     if let Ok(cancel) = params::<schema::CancelRequestNotification>(methods::CANCEL_REQUEST, raw)
-        && let Some(turn) = r
-            .prompts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&cancel.request_id)
+        && let Some(turn) = lock(&r.prompts).get(&cancel.request_id)
     {
         debug!(request = %cancel.request_id, "prompt cancelled by request id");
         turn.cancel.cancel();

@@ -21,6 +21,7 @@ use crate::schema::{
     self, AvailableCommand, Meta, RequestId, SessionConfigOption, SessionId, SessionModeState,
 };
 use crate::session::{Client, Connection, Request, Session, SessionState, registry};
+use crate::sync::lock;
 use crate::turn;
 use crate::{Error, Result};
 
@@ -163,7 +164,7 @@ pub(super) async fn open_session<A: Agent, T: OpenAnswer>(
     };
     let mut commands = agent.commands();
     commands.extend(setup.commands);
-    *state.commands.lock().unwrap_or_else(|e| e.into_inner()) = commands.clone();
+    *lock(&state.commands) = commands.clone();
     let cx = Session::new(state.clone(), None);
     let (modes, config_options) = cx.settings_state();
     let opened = Opened {

@@ -24,6 +24,7 @@ use crate::schema::v2 as v2s;
 use crate::schema::{self, ErrorCode, ProtocolVersion, RequestId};
 use crate::session::{Request, Session, SessionState, user_chunk};
 use crate::store::Record;
+use crate::sync::lock;
 use crate::turn::{self, Turn};
 
 /// v2's method names that v1 spells differently.
@@ -538,8 +539,4 @@ async fn echo(
         None => Frame::new(bytes, Some(turn.sequence.clone())),
     };
     let _ = peer.send(frame).await;
-}
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

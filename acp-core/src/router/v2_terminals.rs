@@ -19,6 +19,7 @@ use crate::protocol::v2;
 use crate::schema::{SessionId, TerminalExitStatus};
 use crate::session::Connection;
 use crate::session::local::{LocalTerminal, TerminalEvent};
+use crate::sync::lock;
 
 /// A terminal that fell behind: what to send instead of its lost chunks.
 struct Behind {
@@ -47,7 +48,7 @@ pub(super) fn display(conn: &Arc<Connection>) {
     conn.observe_local_terminals(Arc::new(
         move |t: &LocalTerminal, event: TerminalEvent<'_>| {
             let id = t.id.0.to_string();
-            let mut behind = behind.lock().unwrap_or_else(|e| e.into_inner());
+            let mut behind = lock(&behind);
             if let Some(late) = behind.get_mut(&id) {
                 // Behind: fold the event into the snapshot, and send it if there is room now.
                 late.output = t.output_bytes();

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Connection, Session};
 use crate::peer::Frame;
 use crate::schema::{ClientCapabilities, Implementation, Meta, SessionId};
+use crate::sync::lock;
 use crate::{Error, Result};
 
 /// The request an agent's code is handling: the `_meta` the client sent with it, and the
@@ -35,15 +36,12 @@ impl Request {
     }
 
     pub fn set_answer_meta(&self, meta: Meta) {
-        *self.answer_meta.lock().unwrap_or_else(|e| e.into_inner()) = Some(meta);
+        *lock(&self.answer_meta) = Some(meta);
     }
 
     /// The `_meta` the agent set for the answer, taken.
     pub fn take_answer_meta(&self) -> Option<Meta> {
-        self.answer_meta
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
+        lock(&self.answer_meta).take()
     }
 }
 

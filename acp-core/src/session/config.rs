@@ -17,6 +17,7 @@ use crate::schema::{
     self, ClientCapabilities, ConfigOptionUpdate, CurrentModeUpdate, SessionConfigOption,
     SessionMode, SessionModeState, SessionUpdate,
 };
+use crate::sync::lock;
 use crate::{Error, Result};
 
 /// The key the runtime saves a session's settings under in the session store.
@@ -28,7 +29,7 @@ pub(crate) struct Values(Mutex<Option<Vec<ConfigValue>>>);
 
 impl Values {
     fn with<R>(&self, settings: &Settings, f: impl FnOnce(&mut Vec<ConfigValue>) -> R) -> R {
-        let mut values = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut values = lock(&self.0);
         let values = values.get_or_insert_with(|| settings.all().map(|s| s.default).collect());
         f(values)
     }

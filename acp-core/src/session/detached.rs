@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::SessionState;
 use crate::schema::SessionId;
+use crate::sync::lock;
 
 /// What a connection that keeps its turns running after its client left needs: how long
 /// they may run on, and the server's register of such sessions.
@@ -48,7 +49,7 @@ struct Hold {
 
 impl Detached {
     fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Hold>> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.held)
     }
 
     /// Holds `sessions` (by id) of `user`'s connection whose client went away, until the

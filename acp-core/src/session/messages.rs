@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::schema::{ContentChunk, MessageId, SessionUpdate};
+use crate::sync::lock;
 
 /// Which stream a message belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +41,7 @@ impl Messages {
             SessionUpdate::UserMessageChunk(_) => return,
             _ => return self.end(),
         };
-        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let mut current = lock(&self.current);
         if let Some(id) = &chunk.message_id {
             // The agent's own id: later chunks of this kind continue its message.
             *current = Some((kind, id.clone()));
@@ -59,7 +60,7 @@ impl Messages {
 
     /// Ends the current message: the next chunk starts a new one.
     pub fn end(&self) {
-        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *lock(&self.current) = None;
     }
 
     /// A fresh id for the user's prompt, whose chunks all share it.

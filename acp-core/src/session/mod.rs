@@ -45,6 +45,7 @@ use crate::schema::{
     RequestPermissionOutcome, SessionId, SessionInfoUpdate, SessionUpdate, ToolCallUpdate,
     UsageUpdate,
 };
+use crate::sync::lock;
 use crate::turn::Turn;
 use crate::{Error, Result};
 use agent_client_protocol_schema::MaybeUndefined;
@@ -194,11 +195,7 @@ impl Session {
 
     /// The slash commands the client was last told about (`available_commands_update`).
     pub fn commands(&self) -> Vec<AvailableCommand> {
-        self.state
-            .commands
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        lock(&self.state.commands).clone()
     }
 
     /// Replaces the session's slash commands and tells the client
@@ -210,11 +207,7 @@ impl Session {
         commands: impl IntoIterator<Item = AvailableCommand>,
     ) -> Result<()> {
         let commands: Vec<_> = commands.into_iter().collect();
-        *self
-            .state
-            .commands
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = commands.clone();
+        *lock(&self.state.commands) = commands.clone();
         self.update(SessionUpdate::AvailableCommandsUpdate(
             AvailableCommandsUpdate::new(commands),
         ))
@@ -458,20 +451,11 @@ impl Session {
 
     /// Remembers an "always" answer for a permission key in this session.
     pub fn remember_permission(&self, key: impl Into<String>, allowed: bool) {
-        self.state
-            .remembered
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key.into(), allowed);
+        lock(&self.state.remembered).insert(key.into(), allowed);
     }
 
     /// The "always" answer remembered for a permission key in this session, if any.
     pub fn remembered_permission(&self, key: &str) -> Option<bool> {
-        self.state
-            .remembered
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(key)
-            .copied()
+        lock(&self.state.remembered).get(key).copied()
     }
 }

@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::state::{SessionState, TypeMap};
+use crate::sync::lock;
 
 /// A per-session value the runtime keeps in the session store, so that it comes back when the
 /// session is loaded or resumed, also in another process: a model's conversation, a todo list.
@@ -64,7 +65,7 @@ impl<T> Persisted<T> {
     /// copy out what a model call needs first).
     pub fn lock(&self) -> MutexGuard<'_, T> {
         self.changed.store(true, Ordering::Release);
-        self.value.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.value)
     }
 }
 
@@ -74,7 +75,7 @@ impl<T: Serialize> Persisted<T> {
         if !self.changed.swap(false, Ordering::AcqRel) {
             return None;
         }
-        let value = self.value.lock().unwrap_or_else(|e| e.into_inner());
+        let value = lock(&self.value);
         Some(serde_json::to_value(&*value))
     }
 }
@@ -93,10 +94,6 @@ pub(crate) struct PersistedValues {
     restored: Mutex<HashMap<String, serde_json::Value>>,
     /// The persisted types in use, by key.
     in_use: Mutex<Vec<(&'static str, Saver)>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl PersistedValues {

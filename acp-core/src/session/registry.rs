@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use super::state::SessionState;
 use crate::schema::SessionId;
+use crate::sync::lock;
 
 /// How many sessions [`Owners`] remembers (the oldest are forgotten first).
 const MAX_OWNERS: usize = 65_536;
@@ -22,7 +23,7 @@ pub(crate) struct Owners(Mutex<(HashMap<SessionId, String>, VecDeque<SessionId>)
 impl Owners {
     /// Records that `user` opened session `id`.
     pub fn record(&self, id: &SessionId, user: &str) {
-        let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = lock(&self.0);
         let (owners, order) = &mut *guard;
         if owners.insert(id.clone(), user.to_owned()).is_none() {
             order.push_back(id.clone());
@@ -40,7 +41,7 @@ impl Owners {
         let Some(user) = user else {
             return true;
         };
-        let guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = lock(&self.0);
         guard.0.get(id).is_none_or(|owner| owner == user)
     }
 }
@@ -53,7 +54,7 @@ pub(crate) struct Registry {
 
 impl Registry {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Arc<SessionState>>> {
-        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.sessions)
     }
 
     /// Adds (or replaces) a session.

@@ -15,13 +15,10 @@ use super::persist::PersistedValues;
 use super::registry::Registry;
 use crate::peer::Peer;
 use crate::schema::{self, SessionId};
+use crate::sync::lock;
 use crate::turn::Turn;
 
 type Values = Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// One value per type, created on first use (per-session state, connection extensions).
 #[derive(Default)]

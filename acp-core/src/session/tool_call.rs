@@ -25,6 +25,7 @@ use crate::schema::{
     self, ContentBlock, PermissionOption, PermissionOptionId, SessionUpdate, ToolCallContent,
     ToolCallId, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
+use crate::sync::lock;
 
 tokio::task_local! {
     /// The tool call whose body is running on this task.
@@ -56,7 +57,7 @@ pub(crate) async fn adopting<F: std::future::Future>(
     };
     let slot = adopted.call.clone();
     let output = ADOPTED.scope(adopted, body).await;
-    let left = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let left = lock(&slot).take();
     (output, left)
 }
 
@@ -123,7 +124,7 @@ impl Embedded {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shown> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.0)
     }
 
     /// Adds `embed` (once); returns the call's whole content now.
@@ -312,7 +313,7 @@ impl ToolCallBuilder<'_> {
                 if a.session != self.cx.state.id {
                     return None;
                 }
-                a.call.lock().unwrap_or_else(|e| e.into_inner()).take()
+                lock(&a.call).take()
             })
             .ok()
             .flatten()

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::error::Result;
 use crate::schema;
+use crate::sync::lock;
 
 /// A [`SessionStore`] in memory: everything is gone when the last clone is dropped.
 ///
@@ -72,7 +73,7 @@ impl MemoryStore {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // No operation leaves the data half changed before a panic could occur, so a poisoned
         // lock still guards consistent data.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 }
 

@@ -42,6 +42,7 @@ use tokio_postgres::config::Host;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use crate::error::{Error, Result};
+use crate::sync::lock;
 
 mod list;
 mod ops;
@@ -337,7 +338,7 @@ impl DerefMut for Pooled {
 
 impl Shared {
     fn idle(&self) -> MutexGuard<'_, Vec<Conn>> {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.idle)
     }
 
     /// A connection for one operation: an idle one, else a new one.

@@ -58,6 +58,7 @@ use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
 use super::storage_error;
 use crate::error::{Error, Result};
+use crate::sync::lock;
 
 mod list;
 mod location;
@@ -274,7 +275,7 @@ impl SqliteStore {
 
 impl Shared {
     fn idle(&self) -> MutexGuard<'_, Vec<Connection>> {
-        self.idle.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.idle)
     }
 
     fn with_connection<T>(&self, job: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {

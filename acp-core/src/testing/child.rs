@@ -17,7 +17,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::oneshot;
 
-use super::editor::lock;
+use crate::sync::lock;
 use crate::{Error, Result};
 
 /// How often the watcher thread looks for the child's exit (or a kill request).

@@ -10,10 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use crate::schema::{self, PermissionOptionKind};
-
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use crate::sync::lock;
 
 /// How the test client answers `session/request_permission`. To answer each request by hand
 /// instead, [hold](super::TestClientBuilder::hold) the method.

@@ -114,9 +114,9 @@ pub use trace::{Direction, Frame, ToolCallTrace, Turn};
 pub use view::SessionView;
 
 use crate::schema::SessionId;
+use crate::sync::lock;
 use crate::{Error, Result};
 use builder::Agent_;
-use editor::lock;
 use wire::{Outgoing, Wire};
 
 /// The default deadline of every wait of a [`TestClient`].

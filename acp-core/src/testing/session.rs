@@ -8,6 +8,7 @@ use super::TestClient;
 use super::trace::{Direction, Turn};
 use super::view::{Builder, SessionView, view};
 use crate::schema::{SessionId, SessionUpdate};
+use crate::sync::lock;
 use crate::{Error, Result};
 
 /// A session of a [`TestClient`].
@@ -261,7 +262,7 @@ impl TestSession<'_> {
         self.client
             .wire
             .wait_for(what, |frame| {
-                let mut builder = builder.lock().unwrap_or_else(|e| e.into_inner());
+                let mut builder = lock(&builder);
                 builder.feed(frame);
                 pred(&builder.view)
             })

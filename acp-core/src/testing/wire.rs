@@ -19,9 +19,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use super::editor::{Editor, lock};
+use super::editor::Editor;
 use super::trace::{Direction, Frame, malformed};
 use crate::schema::{SessionId, SessionUpdate};
+use crate::sync::lock;
 use crate::{Error, Result};
 
 /// A frame on its way to the agent: the exact bytes, and the JSON they hold (if any).

@@ -26,6 +26,7 @@ use tracing::{debug, warn};
 use super::{TerminalEvent, TerminalObserver};
 use crate::schema::{self, SessionId, TerminalExitStatus, TerminalId};
 use crate::session::grant::Grant;
+use crate::sync::lock;
 use crate::{Error, Result};
 
 /// The output kept when the author sets no `outputByteLimit`: a command that prints forever
@@ -35,10 +36,6 @@ pub(crate) const DEFAULT_OUTPUT_BYTE_LIMIT: usize = 1 << 20;
 /// How long the output a command wrote just before it exited may take to be read, before its
 /// exit is reported anyway (a process it left running may hold the pipe open).
 const DRAIN: Duration = Duration::from_millis(100);
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A command running (or run) on the agent's machine: what a display of it needs (command
 /// line, cwd, output so far, exit status) and the controls of `cx.terminal()`.

@@ -17,7 +17,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -33,6 +33,7 @@ use tracing::warn;
 
 use super::super::{TestClient, TestClientBuilder};
 use crate::net::{CONNECTION_ID, SESSION_ID};
+use crate::sync::lock;
 use crate::{Error, Result};
 
 /// The method of the bridge's own request that marks the end of a `session/load`'s replay.
@@ -463,8 +464,4 @@ fn id_key(id: &Value) -> String {
         Value::String(s) => format!("s:{s}"),
         other => format!("v:{other}"),
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
