@@ -22,6 +22,7 @@ use serde_json::{Map, Value, json};
 
 use super::{State, methods};
 use crate::jsonrpc;
+use crate::schema::v2 as t;
 use crate::schema::{RequestId, SessionId, SessionUpdate, StopReason};
 use crate::{Error, Result};
 
@@ -39,7 +40,16 @@ pub(crate) fn same_as_v1(update: &SessionUpdate) -> bool {
     }
 }
 
-/// A `session/update` frame of `session` carrying `update` (v2 JSON).
+/// A `session/update` frame of `session` carrying `update`, typed.
+fn typed(session: &SessionId, update: t::SessionUpdate) -> Result<Vec<u8>> {
+    let params = t::UpdateSessionNotification::new(session.0.clone(), update);
+    Ok(jsonrpc::encode_notification(
+        methods::SESSION_UPDATE,
+        &params,
+    )?)
+}
+
+/// A `session/update` frame of `session` carrying `update` (v2 JSON, translated from v1's).
 fn notification(session: &SessionId, update: &Value) -> Result<Vec<u8>> {
     #[derive(Serialize)]
     struct Params<'a> {
@@ -220,13 +230,12 @@ fn rename(object: &mut Map<String, Value>, from: &str, to: &str) {
 /// A v2 `state_update` frame of `session`.
 pub(crate) fn state_update(session: &SessionId, state: State) -> Result<Vec<u8>> {
     let state = match state {
-        State::Running => "running",
-        State::RequiresAction => "requires_action",
+        State::Running => t::StateUpdate::Running(t::RunningStateUpdate::new()),
+        State::RequiresAction => {
+            t::StateUpdate::RequiresAction(t::RequiresActionStateUpdate::new())
+        }
     };
-    notification(
-        session,
-        &json!({"sessionUpdate": "state_update", "state": state}),
-    )
+    typed(session, t::SessionUpdate::StateUpdate(state))
 }
 
 /// The `idle` `state_update` frame that ends a turn of `session` (v2), from how the turn
@@ -239,51 +248,68 @@ pub(crate) fn idle(
     background: &[String],
     usage: Option<crate::schema::Usage>,
 ) -> (Vec<u8>, Option<StopReason>) {
-    let (stop, error) = match outcome {
-        _ if cancelled => (Some(StopReason::Cancelled), None),
-        Err(Error::Cancelled) => (Some(StopReason::Cancelled), None),
-        Ok(reason) => (Some(reason), None),
+    let (stop, reason) = match outcome {
+        _ if cancelled => (Some(StopReason::Cancelled), t::StopReason::Cancelled),
+        Err(Error::Cancelled) => (Some(StopReason::Cancelled), t::StopReason::Cancelled),
+        Ok(reason) => (Some(reason), stop_reason(reason)),
         Err(e) => {
             tracing::warn!("the prompt turn failed: {e}");
-            (None, Some(e.to_rpc()))
+            let error = same_shape::<t::Error>(&e.to_rpc());
+            (None, t::ErrorStopReason::new().error(error).into())
         }
     };
-    let mut update = json!({"sessionUpdate": "state_update", "state": "idle"});
-    match (&stop, error) {
-        (Some(stop), _) => update["stopReason"] = serde_json::to_value(stop).unwrap_or_default(),
-        (None, Some(error)) => {
-            update["stopReason"] = "error".into();
-            update["error"] = serde_json::to_value(error).unwrap_or_default();
-        }
-        (None, None) => {}
+    let mut idle = t::IdleStateUpdate::new()
+        .stop_reason(reason)
+        .background(background_terminals(background));
+    // v2's `Usage` has v1's fields; a failed turn reports none.
+    if stop.is_some() {
+        idle = idle.usage(usage.and_then(|u| same_shape::<t::Usage>(&u)));
     }
-    if !background.is_empty() {
-        update["background"] = background_terminals(background);
-    }
-    // v2's `Usage` has v1's fields.
-    if let (Some(_), Some(usage)) = (&stop, usage) {
-        update["usage"] = serde_json::to_value(usage).unwrap_or_default();
-    }
-    // An update that cannot be encoded cannot happen here (plain JSON values).
-    let bytes = notification(session, &update).unwrap_or_default();
+    let update = t::SessionUpdate::StateUpdate(t::StateUpdate::Idle(idle));
+    // Nothing here can fail to encode (typed values of the schema crate).
+    let bytes = typed(session, update).unwrap_or_default();
     (bytes, stop)
+}
+
+/// v1's stop reason of a turn that ended (not by an error) as v2's.
+fn stop_reason(reason: StopReason) -> t::StopReason {
+    match reason {
+        StopReason::EndTurn => t::StopReason::EndTurn,
+        StopReason::MaxTokens => t::StopReason::MaxTokens,
+        StopReason::MaxTurnRequests => t::StopReason::MaxTurnRequests,
+        StopReason::Refusal => t::StopReason::Refusal,
+        StopReason::Cancelled => t::StopReason::Cancelled,
+        // A reason of a newer v1 the schema crate knows and v2 does not yet: the turn ended.
+        _ => t::StopReason::EndTurn,
+    }
+}
+
+/// A value of v1's type as the v2 type of the same wire shape (`Usage`, `Error`): `None`
+/// if the shapes ever part.
+fn same_shape<T: serde::de::DeserializeOwned>(value: &impl Serialize) -> Option<T> {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| serde_json::from_value(v).ok())
 }
 
 /// The `idle` `state_update` of a session no turn runs in (a snapshot, no stop reason), with
 /// the terminals still running in it.
 pub(crate) fn idle_snapshot(session: &SessionId, background: &[String]) -> Option<Vec<u8>> {
-    let mut update = json!({"sessionUpdate": "state_update", "state": "idle"});
-    if !background.is_empty() {
-        update["background"] = background_terminals(background);
-    }
-    notification(session, &update).ok()
+    let idle = t::IdleStateUpdate::new().background(background_terminals(background));
+    typed(
+        session,
+        t::SessionUpdate::StateUpdate(t::StateUpdate::Idle(idle)),
+    )
+    .ok()
 }
 
-/// A state's `background` list: the terminals `ids`.
-fn background_terminals(ids: &[String]) -> Value {
-    ids.iter()
-        .map(|id| json!({"type": "terminal", "terminalId": id}))
-        .collect()
+/// A state's `background` list: the terminals `ids`; none when there are none.
+fn background_terminals(ids: &[String]) -> Option<Vec<t::BackgroundWork>> {
+    (!ids.is_empty()).then(|| {
+        ids.iter()
+            .map(|id| t::BackgroundWork::Terminal(t::BackgroundTerminal::new(id.as_str())))
+            .collect()
+    })
 }
 
 /// A `terminal_update` of the agent-owned terminal `id` of `session`: what is given of its
@@ -296,44 +322,50 @@ pub(crate) fn terminal_update(
     exit: Option<&crate::schema::TerminalExitStatus>,
 ) -> Result<Vec<u8>> {
     use base64::Engine as _;
-    let mut update = json!({"sessionUpdate": "terminal_update", "terminalId": id});
+    let mut update = t::TerminalUpdate::new(id);
     if let Some((command, cwd)) = started {
-        update["command"] = command.into();
-        update["cwd"] = cwd.to_string_lossy().into_owned().into();
-        // Any of them can be stopped on its own (`terminal/cancel`).
-        update["capabilities"] = json!({"cancel": {}});
+        update = update
+            .command(command.to_owned())
+            .cwd(cwd.to_path_buf())
+            // Any of them can be stopped on its own (`terminal/cancel`).
+            .capabilities(
+                t::TerminalCapabilities::new().cancel(t::TerminalCancelCapabilities::new()),
+            );
     }
     if let Some(output) = output {
-        update["output"] =
-            json!({"data": base64::engine::general_purpose::STANDARD.encode(output)});
+        let data = base64::engine::general_purpose::STANDARD.encode(output);
+        update = update.output(t::TerminalOutput::new(data));
     }
     if let Some(exit) = exit {
-        update["exitStatus"] = json!({"exitCode": exit.exit_code, "signal": exit.signal});
+        let mut status = t::TerminalExitStatus::new();
+        status.exit_code = exit.exit_code.map(i64::from);
+        status.signal = exit.signal.clone();
+        update = update.exit_status(status);
     }
-    notification(session, &update)
+    typed(session, t::SessionUpdate::TerminalUpdate(update))
 }
 
 /// A `terminal_output_chunk`: `data` appended to the output of the agent-owned terminal `id`.
 pub(crate) fn terminal_output_chunk(session: &SessionId, id: &str, data: &[u8]) -> Result<Vec<u8>> {
     use base64::Engine as _;
-    notification(
+    let data = base64::engine::general_purpose::STANDARD.encode(data);
+    typed(
         session,
-        &json!({
-            "sessionUpdate": "terminal_output_chunk",
-            "terminalId": id,
-            "data": base64::engine::general_purpose::STANDARD.encode(data),
-        }),
+        t::SessionUpdate::TerminalOutputChunk(t::TerminalOutputChunk::new(id, data)),
     )
 }
 
 /// A `replay_complete` update of `session`: the replay `session/resume` asked for is over.
 pub(crate) fn replay_complete(session: &SessionId) -> Result<Vec<u8>> {
-    notification(session, &json!({"sessionUpdate": "replay_complete"}))
+    typed(
+        session,
+        t::SessionUpdate::ReplayComplete(t::ReplayComplete::new()),
+    )
 }
 
 /// The answer to the v2 `session/prompt` request `id`: accepted, its user message `message_id`.
 pub(crate) fn prompt_answer(id: &RequestId, message_id: &str) -> Vec<u8> {
-    jsonrpc::encode_result(id, &json!({ "messageId": message_id }))
+    jsonrpc::encode_result(id, &t::PromptResponse::new(message_id))
 }
 
 /// A v2 request's params (JSON) of `method` in the v1 shape the runtime's handlers read.
