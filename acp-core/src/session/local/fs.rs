@@ -199,13 +199,13 @@ mod beneath {
         match write_below(anchor, path, content) {
             // An absolute link is refused below the anchor even where it points inside: write
             // where it leads, if that is inside, still below the anchor.
-            Err(Error::OutsideRoots { .. }) if inside(anchor, path).is_some() => {
-                let resolved = inside(anchor, path).unwrap_or_default();
-                write_below(anchor, &resolved, content).map_err(|e| match e {
+            Err(Error::OutsideRoots { .. }) => match inside(anchor, path) {
+                Some(resolved) => write_below(anchor, &resolved, content).map_err(|e| match e {
                     Error::OutsideRoots { .. } => escaped(path, anchor),
                     other => other,
-                })
-            }
+                }),
+                None => Err(escaped(path, anchor)),
+            },
             written => written,
         }
     }
