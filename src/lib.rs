@@ -43,8 +43,8 @@
 //! - [`Agent`]: the trait the macro implements, to write by hand if you prefer;
 //! - [`Session::tools`] / [`Session::call_tool`]: the agent's tools and those of the MCP
 //!   servers the editor gave the session, which the runtime connects (stdio always, streamable
-//!   HTTP with feature `mcp-http` and the legacy HTTP+SSE transport with feature `mcp-sse`,
-//!   both on by default); [`Session::mcp_status`] says which failed;
+//!   HTTP with feature `mcp-http` and the legacy HTTP+SSE transport with feature `mcp-sse`);
+//!   [`Session::mcp_status`] says which failed;
 //! - `llm` (feature `llm`): a language model in the loop — OpenAI-compatible and Anthropic
 //!   providers, streamed, and `llm::Model::run`, which runs a turn through the session's tools;
 //! - [`testing`]: an in-process editor to unit-test an agent with (feature `testing`);
@@ -55,7 +55,8 @@
 //!
 //! # Features
 //!
-//! The package is `acp-framework`; its library is `acp`.
+//! The package is `acp-framework`; its library is `acp`. No feature is on by default, and
+//! each only adds.
 //!
 //! - `testing` (off by default): [`testing`], the scripted editor for an agent's tests. Turn
 //!   it on for tests only, so the agent you ship does not compile it:
@@ -76,10 +77,14 @@
 //!   Streamable HTTP on `/acp` behind a bearer token (`Server::serve_http`,
 //!   `Server::router` for an axum app); [`serve_main`] then serves it with `--listen ADDR`
 //!   and `$ACP_TOKEN` (stdio otherwise).
-//! - `mcp-http` and `mcp-sse` (on by default): the client's MCP servers over streamable HTTP
+//! - `mcp-http` and `mcp-sse` (off by default): the client's MCP servers over streamable HTTP
 //!   and over the legacy HTTP+SSE transport, advertised as `mcpCapabilities.http` / `.sse`
-//!   exactly when compiled in (stdio servers are always supported). Without them
-//!   (`default-features = false`) the agent does not link an HTTP client.
+//!   exactly when compiled in (stdio servers are always supported). Without them the agent
+//!   does not link an HTTP client (a third of a stdio agent's crates, half its cold build).
+//! - `v2` (off by default): ACP protocol v2 (Preview) beside v1, negotiated per connection;
+//!   without it a client asking for 2 is answered 1. Not a default because it turns on the
+//!   schema crate's `unstable_protocol_v2`, which removes `ProtocolVersion::LATEST` for every
+//!   crate in the build.
 //!
 #![cfg_attr(feature = "testing", doc = "[`testing`]: crate::testing")]
 #![cfg_attr(not(feature = "testing"), doc = "[`testing`]: #features")]

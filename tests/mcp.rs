@@ -190,8 +190,8 @@ async fn mcp_tools_are_listed_beside_the_agents_own_under_unambiguous_names() {
     let tag = tag();
     let client = spawn_example(&cwd, PermissionPolicy::AllowOnce).await;
     let caps = &client.initialize_response()["agentCapabilities"]["mcpCapabilities"];
-    assert_eq!(caps["http"], json!(true), "HTTP is compiled in by default");
-    assert_eq!(caps["sse"], json!(true), "SSE is compiled in by default");
+    assert_eq!(caps["http"], json!(true), "HTTP is compiled in (mcp-http)");
+    assert_eq!(caps["sse"], json!(true), "SSE is compiled in (mcp-sse)");
     let servers = vec![
         everything("everything", &tag),
         everything("twin", &tag),

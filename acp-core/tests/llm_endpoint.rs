@@ -191,6 +191,7 @@ async fn without_endpoints_nothing_is_advertised_and_the_methods_are_not_found()
     }
 }
 
+#[cfg(feature = "v2")]
 #[tokio::test]
 async fn over_v2_the_capability_and_the_methods_are_the_same() {
     let own = ModelServer::start(vec![]).await;

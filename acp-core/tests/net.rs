@@ -21,6 +21,7 @@ async fn a_turn_over_websocket_with_the_connection_id_in_the_upgrade() {
     still_serves(&url).await;
 }
 
+#[cfg(feature = "v2")]
 #[tokio::test]
 async fn v2_is_negotiated_per_connection_over_websocket() {
     let url = start(HttpConfig::bearer(TOKEN)).await;

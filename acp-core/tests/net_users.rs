@@ -126,6 +126,7 @@ async fn another_users_session_is_unknown_to_a_client_and_its_owner_finds_it() {
     assert_eq!(texts, ["the secret plan", "echo: the secret plan"]);
 }
 
+#[cfg(feature = "v2")]
 #[tokio::test]
 async fn over_v2_too_another_users_session_is_unknown() {
     let (url, _store) = start_recorded(two_users()).await;
