@@ -1127,7 +1127,10 @@ mod sqlite_only {
         let mut committed = Vec::new();
         for round in 0..3 {
             let mut child = Command::new(std::env::current_exe().unwrap())
-                .args(["store::sqlite_only::child_appending_until_killed", "--exact"])
+                .args([
+                    "store::sqlite_only::child_appending_until_killed",
+                    "--exact",
+                ])
                 .args(["--ignored", "--nocapture", "--test-threads=1"])
                 .env(CHILD_VAR, round.to_string())
                 .env("ACP_DATA_DIR", dir.path())
