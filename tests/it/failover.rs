@@ -1,5 +1,5 @@
 //! Two replicas of an agent on one PostgreSQL database (a real server the test starts: see
-//! acp-core/tests/pg_support), each the `bench` example as a process of its own, with
+//! acp-core/tests/it/pg_support), each the `bench` example as a process of its own, with
 //! `ACP_DATABASE_URL` and no code for it: a session is run by one replica at a time (its
 //! ownership lease), and when that replica is killed with SIGKILL mid-turn the client loads
 //! the session on the other, with everything it saw before.

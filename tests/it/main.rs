@@ -11,9 +11,13 @@
 //! `support` (first, for its `interop_scenarios!` macro) is what the modules share:
 //! `crate::support`, and `support::v2` for the protocol v2 tests.
 //!
-//! Kept as a binary of its own: `tests/macros_ui.rs` (trybuild). It builds and compiles its
-//! cases in a cargo project of its own and re-runs its own executable with `--ignored`, and it
-//! links none of the framework (a small binary): folded in here it would gain nothing.
+//! Kept as binaries of their own:
+//! - `tests/macros_ui.rs` (trybuild): it compiles its cases in a cargo project of its own and
+//!   re-runs its own executable with `--ignored`, and it links none of the framework (a small
+//!   binary): folded in here it would gain nothing.
+//! - `tests/llm_llama.rs`: each test starts a llama.cpp server computing on every core; beside
+//!   the other tests here, on a 2-core machine, its turns ran out of their 120 s hang guards.
+//!   Alone (cargo runs test binaries one after another) they take about 40 s.
 
 #[macro_use]
 mod support;
@@ -33,7 +37,6 @@ mod interop_surface;
 mod interop_tools;
 mod interop_ts;
 mod interop_v2;
-mod llm_llama;
 mod llm_loop;
 mod macros;
 mod mcp;

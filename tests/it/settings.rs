@@ -473,12 +473,12 @@ async fn reading_a_setting_the_agent_does_not_declare_is_an_error_saying_how_to_
     let session = client.new_session().await.unwrap();
     assert_eq!(
         session.prompt("mode").await.unwrap().text(),
-        "error: `settings::Mode` is not one of this agent's settings, so the session has no \
+        "error: `it::settings::Mode` is not one of this agent's settings, so the session has no \
          value for it: declare it with `#[acp::agent(modes = Mode)]`"
     );
     assert_eq!(
         session.prompt("model").await.unwrap().text(),
-        "error: `settings::Model` is not one of this agent's settings, so the session has no \
+        "error: `it::settings::Model` is not one of this agent's settings, so the session has no \
          value for it: declare it with `#[acp::agent(config(Model))]`"
     );
     let said = session.prompt("set model").await.unwrap().text();

@@ -1,7 +1,7 @@
 //! Sessions recorded by the runtime and reopened from the store: `session/list`, `/load`
 //! (the whole conversation replayed in order), `/resume`, `/delete`, across a restart of the
 //! agent on the same store. All in process, on a paused clock, with the in-memory store (the
-//! SQLite store passes the same contract in `tests/store.rs`).
+//! SQLite store passes the same contract in the `store` module).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The `mcp` example against a real MCP server, the official
 //! `@modelcontextprotocol/server-everything` (over stdio; `npm ci` in tests/mcp on first use):
 //! `tools` lists the server's tools beside the agent's own, `call NAME JSON` runs one through
-//! the tool-call lifecycle and shows its result, `status` reports the servers. (tests/mcp.rs
+//! the tool-call lifecycle and shows its result, `status` reports the servers. (tests/it/mcp.rs
 //! covers the runtime's MCP client at length, over every transport.)
 
 use std::path::PathBuf;
