@@ -21,6 +21,8 @@ use serde_json::json;
 
 #[path = "../../examples/coder.rs"]
 #[allow(dead_code)]
+// The example, inside the tests named for it (`coder::coder`).
+#[allow(clippy::module_inception)]
 mod coder;
 
 const LIB: &str = "/workspace/src/lib.rs";

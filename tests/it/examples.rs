@@ -20,7 +20,7 @@ mod echo;
 mod mcp;
 #[path = "../../examples/model.rs"]
 #[allow(dead_code)]
-mod model;
+pub(crate) mod model;
 #[path = "../../examples/modes.rs"]
 #[allow(dead_code)]
 mod modes;
@@ -32,7 +32,7 @@ mod planner;
 mod scribe;
 #[path = "../../examples/shell.rs"]
 #[allow(dead_code)]
-mod shell;
+pub(crate) mod shell;
 #[path = "../../examples/workspace.rs"]
 #[allow(dead_code)]
 mod workspace;

@@ -15,9 +15,8 @@ use acp::store::{MemoryStore, SessionStore};
 use acp::testing::{MemoryFs, TestClient};
 use serde_json::{Value, json};
 
-#[path = "../../examples/model.rs"]
-#[allow(dead_code)]
-mod model;
+// The example, loaded once for the crate by `examples`.
+use crate::examples::model;
 
 /// Guards a test against hangs; generous, never a performance assertion.
 async fn within<T>(fut: impl std::future::Future<Output = T>) -> T {

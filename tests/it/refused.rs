@@ -7,9 +7,8 @@ use acp::schema::ToolCallStatus;
 use acp::testing::{TerminalStub, TestClient};
 use acp::{Prompt, Session, StopReason};
 
-#[path = "../../examples/shell.rs"]
-#[allow(dead_code)]
-mod shell;
+// The example, loaded once for the crate by `examples`.
+use crate::examples::shell;
 
 #[tokio::test]
 async fn shell_tells_the_user_when_the_editor_refuses_the_terminal() {
