@@ -8,8 +8,15 @@
 //! `ACP_LLAMA_SERVER` / `ACP_GGUF` name a binary and a model to use instead (`.ci/run` sets
 //! them after building once). This small model writes no tool calls on its own: the tool
 //! calls a real llama-server streams are replayed from recordings in
-//! `acp-core/tests/llm_llama_recordings.rs`.
+//! `acp-core/tests/it/llm_llama_recordings.rs`.
+//!
+//! A test binary of its own, not a module of `tests/it`: each test starts a llama.cpp server
+//! that computes on every core (`-t 2`), and its turns must finish within the hang guards
+//! (120 s). Beside the other tests of `tests/it` (agents, Node and Python clients, MCP
+//! servers, all at once) on a 2-core machine, a turn ran out of them; cargo runs the test
+//! binaries one after another, so here the servers have the cores to themselves.
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use std::io::{BufRead, BufReader};

@@ -1,5 +1,5 @@
 //! The `faulty` binary: an agent written the way a careless author would, for the process
-//! boundary tests (`tests/boundary.rs`). Not a template: see `examples/` for those.
+//! boundary tests (`tests/it/boundary.rs`). Not a template: see `examples/` for those.
 //!
 //! Commands (the prompt's first word):
 //! - `shout`: the `shout` tool prints to stdout (a stray line and a forged frame answering

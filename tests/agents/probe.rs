@@ -1,5 +1,5 @@
 //! The `probe` binary: [`probe_agent::Probe`] served on stdio, for the runtime's
-//! out-of-process tests (`tests/guarantees.rs`). Not a template: see `examples/` for those.
+//! out-of-process tests (`tests/it/guarantees.rs`). Not a template: see `examples/` for those.
 
 #[path = "probe_agent.rs"]
 mod probe_agent;

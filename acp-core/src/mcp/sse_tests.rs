@@ -1,5 +1,5 @@
 //! The SSE transport against a hand-written HTTP server on 127.0.0.1, one answer per
-//! connection, for what the real server in `tests/mcp.rs` does not do: errors, bounds,
+//! connection, for what the real server in `tests/it/mcp.rs` does not do: errors, bounds,
 //! relative and foreign endpoints, and the connection closing with the transport.
 
 use super::*;
