@@ -438,20 +438,25 @@ async fn the_store_is_readable_by_its_owner_only() {
 
 /// An OpenAI-compatible model server on loopback (Chat Completions, streamed): its first
 /// answer asks to `run` `command`, every later one says "done". Returns its base URL and the
-/// request bodies it received.
-async fn model_server(command: &'static str) -> (String, Arc<Mutex<Vec<Value>>>) {
+/// requests it received: their `Authorization` header, if any, and body.
+async fn model_server(command: &'static str) -> (String, Requests) {
+    use acp::net::axum::http::HeaderMap;
     use acp::net::axum::{Router, routing::post};
-    let bodies = Arc::new(Mutex::new(Vec::<Value>::new()));
-    let seen = bodies.clone();
+    let requests = Requests::default();
+    let seen = requests.clone();
     let app = Router::new().route(
         "/v1/chat/completions",
-        post(move |body: String| {
+        post(move |headers: HeaderMap, body: String| {
             let seen = seen.clone();
             async move {
                 let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                let auth = headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
                 let first = {
                     let mut seen = seen.lock().unwrap();
-                    seen.push(body);
+                    seen.push((auth, body));
                     seen.len() == 1
                 };
                 let chunk = |delta: Value, finish: Value| {
@@ -474,8 +479,11 @@ async fn model_server(command: &'static str) -> (String, Arc<Mutex<Vec<Value>>>)
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     tokio::spawn(async move { acp::net::axum::serve(listener, app).await });
-    (url, bodies)
+    (url, requests)
 }
+
+/// What a [`model_server`] received: each request's `Authorization` and body.
+type Requests = Arc<Mutex<Vec<(Option<String>, Value)>>>;
 
 #[tokio::test]
 async fn a_command_the_model_runs_sees_none_of_the_services_secrets() {
@@ -499,7 +507,7 @@ async fn a_command_the_model_runs_sees_none_of_the_services_secrets() {
     let turn = session.prompt("what is in the environment?").await.unwrap();
     assert_eq!(turn.text(), "done");
     let shown: String = turn.tool_calls().iter().map(|c| c.text()).collect();
-    let sent = bodies.lock().unwrap()[1].to_string();
+    let sent = bodies.lock().unwrap()[1].1.to_string();
     assert!(sent.contains("PATH="), "the command ran: {sent}");
     for secret in [ALICE, BOB, KEY, "ACP_TOKENS"] {
         assert!(
@@ -519,13 +527,56 @@ async fn providers_capability(agent: &Listening, users: Users) -> (Value, acp::R
         .await
         .unwrap();
     let capabilities = client.initialize_response()["agentCapabilities"].clone();
-    let set = client
+    let set = set_provider(&client, "http://127.0.0.1:9/v1").await;
+    (capabilities, set)
+}
+
+/// `providers/set` of the endpoint `main` to an OpenAI-compatible server at `url`.
+async fn set_provider(client: &TestClient, url: &str) -> acp::Result<Value> {
+    client
         .request(
             "providers/set",
-            json!({"providerId": "main", "apiType": "openai", "baseUrl": "http://127.0.0.1:9/v1", "headers": {}}),
+            json!({"providerId": "main", "apiType": "openai", "baseUrl": url, "headers": {}}),
         )
-        .await;
-    (capabilities, set)
+        .await
+}
+
+#[tokio::test]
+async fn the_operators_key_never_goes_to_a_url_the_client_chose() {
+    let (operators, operators_seen) = model_server("true").await;
+    let (clients, clients_seen) = model_server("true").await;
+    let dir = tempfile::tempdir().unwrap();
+    let root = real(dir.path());
+    let roots = root.display().to_string();
+    let env = [
+        ("ACP_MODEL", "m"),
+        ("OPENAI_BASE_URL", operators.as_str()),
+        ("ACP_ALLOW_PROVIDERS", "1"),
+        ("ACP_ROOTS", roots.as_str()),
+    ];
+    let agent = listen("coder", Users::One, &env).await;
+    let client = client(&agent, Users::One, 1, &root).await;
+    let session = client.new_session().await.unwrap();
+    // The client's server gets the turn, and no key.
+    set_provider(&client, &clients).await.unwrap();
+    session.prompt("hello").await.unwrap();
+    let seen = clients_seen.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "the client's server was asked");
+    for (auth, _) in &seen {
+        assert!(
+            !auth.as_deref().unwrap_or_default().contains(KEY),
+            "the operator's key went to the client's URL"
+        );
+    }
+    // Pointed back at the operator's own server, the key goes with it again.
+    set_provider(&client, &operators).await.unwrap();
+    session.prompt("hello again").await.unwrap();
+    let seen = operators_seen.lock().unwrap().clone();
+    assert!(
+        seen.iter()
+            .any(|(auth, _)| auth.as_deref() == Some(&format!("Bearer {KEY}"))),
+        "{seen:?}"
+    );
 }
 
 #[tokio::test]
