@@ -212,7 +212,10 @@ pub(super) fn reopen<A: Agent>(
                 .replay
                 .then(|| protocol::v2::replay_complete(&state.id).ok())
                 .flatten();
-            let idle = protocol::v2::idle_snapshot(&state.id, &state.background_terminal_ids());
+            let idle = protocol::v2::idle_snapshot(
+                &state.id,
+                &super::queue::background_terminal_ids(&state),
+            );
             for bytes in complete.into_iter().chain(idle) {
                 let _ = conn.peer.send(Frame::new(bytes, None)).await;
             }

@@ -12,6 +12,8 @@ mod owner;
 mod prompt;
 #[cfg(feature = "llm-providers")]
 mod providers;
+#[cfg(feature = "v2")]
+mod queue;
 mod routes;
 mod sessions;
 #[cfg(feature = "v2")]

@@ -13,6 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tracing::{Instrument, debug, debug_span};
 
+use super::queue::{self, PromptQueue};
 use super::routes::{always, answer, has_auth, offered_auth_methods, recorded};
 use super::{Handler, Route, Router, auth, history, params, sessions};
 use crate::agent::{Agent, Prompt};
@@ -157,8 +158,7 @@ fn terminal_cancel<A: Agent>(
 ) -> Result<Vec<u8>, schema::Error> {
     let (target, state) = target(r, "terminal/cancel", raw)?;
     let wanted = target.terminal_id.unwrap_or_default();
-    let Some(terminal) = state
-        .running_terminals()
+    let Some(terminal) = queue::running_terminals(&state)
         .into_iter()
         .find(|t| *t.id.0 == *wanted)
     else {
@@ -379,7 +379,7 @@ fn close<A: Agent>(
     Ok(Box::pin(async move {
         crate::peer::release_admission();
         // Free once the running turn has sent its idle (and queued prompts gave up).
-        let _free = session.queue.clone().lock_owned().await;
+        let _free = PromptQueue::of(&session).turn.clone().lock_owned().await;
         debug!(session = %session.id, "session closed");
         answer(&conn, &id, Ok(schema::CloseSessionResponse::new())).await;
         sessions::stop_after_grace(session);
@@ -408,7 +408,7 @@ fn prompt<A: Agent>(
         .ok_or_else(|| schema::Error::session_not_found(req.session_id.clone()))?;
     // A retry of a prompt already inserted: its message id again, no second turn.
     if let Some(key) = &key
-        && let Some(message) = state.prompt_with_key(key)
+        && let Some(message) = PromptQueue::of(&state).prompt_with_key(key)
     {
         let conn = r.conn.clone();
         return Ok(Box::pin(async move {
@@ -418,15 +418,16 @@ fn prompt<A: Agent>(
     }
     // A bounded queue: beyond it the prompt is refused, and nothing of it is kept.
     let bytes = raw.map_or(0, |raw| raw.get().len());
-    let queued = state.backlog.admit(bytes).ok_or_else(|| {
+    let prompts_queue = PromptQueue::of(&state);
+    let queued = prompts_queue.admit(bytes).ok_or_else(|| {
         schema::Error::new(
             schema::ErrorCode::InvalidRequest.into(),
             format!(
                 "session `{}` has too many prompts waiting (at most {} prompts, {} MiB in all); \
                  send this one once a waiting prompt has started, or cancel",
                 state.id,
-                crate::session::state::MAX_QUEUED_PROMPTS,
-                crate::session::state::MAX_QUEUED_BYTES >> 20,
+                queue::MAX_QUEUED_PROMPTS,
+                queue::MAX_QUEUED_BYTES >> 20,
             ),
         )
     })?;
@@ -437,9 +438,9 @@ fn prompt<A: Agent>(
     // The message id is the session's from now: a retry with the same key gets it.
     let message = state.messages.user_message();
     if let Some(key) = key {
-        state.remember_key(key, message.clone());
+        prompts_queue.remember_key(key, message.clone());
     }
-    let waiting = state.waiting();
+    let waiting = lock(&state.waiting).clone();
     let (agent, prompts) = (r.agent.clone(), r.prompts.clone());
     let span =
         debug_span!("turn", session = %state.id, command = command.as_ref().map(|c| c.0.as_str()));
@@ -458,7 +459,7 @@ fn prompt<A: Agent>(
                 }
                 // The connection's turns are cancelled: nothing more runs.
                 () = peer.turns.cancelled() => return,
-                slot = state.queue.clone().lock_owned() => slot,
+                slot = prompts_queue.turn.clone().lock_owned() => slot,
             };
             // Out of the queue: its place is free for the next prompt.
             drop(queued);
@@ -490,7 +491,7 @@ fn prompt<A: Agent>(
                     &peer,
                     &state.id,
                     turn::Ending::Idle {
-                        background: &|| state.background_terminal_ids(),
+                        background: &|| queue::background_terminal_ids(&state),
                     },
                     outcome,
                 )

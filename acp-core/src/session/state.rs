@@ -3,7 +3,7 @@
 
 use super::roots::Roots;
 use std::any::{Any, TypeId};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio_util::sync::CancellationToken;
@@ -191,63 +191,12 @@ impl Connection {
     }
 }
 
-/// How many idempotency keys of prompts a session remembers (a client retries a prompt soon
-/// after sending it; memory stays bounded however many prompts a session takes).
-#[cfg_attr(not(feature = "v2"), allow(dead_code))]
-pub(crate) const IDEMPOTENCY_KEYS: usize = 256;
-
-/// How many prompts may wait behind a session's running turn (v2).
-pub(crate) const MAX_QUEUED_PROMPTS: usize = 16;
-
-/// How many bytes of prompts (as the client sent them) may wait behind a session's running
-/// turn (v2).
-pub(crate) const MAX_QUEUED_BYTES: usize = 8 * 1024 * 1024;
-
-/// The prompts waiting behind a session's running turn: their count and bytes.
-#[derive(Debug, Default)]
-pub(crate) struct Backlog(Mutex<(usize, usize)>);
-
-impl Backlog {
-    /// A place in the queue for a prompt of `bytes`, if the queue has room for it (at most
-    /// [`MAX_QUEUED_PROMPTS`] prompts of [`MAX_QUEUED_BYTES`] in all); given back when the
-    /// place is dropped (the prompt's turn started, or it gave up).
-    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
-    pub fn admit(self: &Arc<Self>, bytes: usize) -> Option<Queued> {
-        let mut load = lock(&self.0);
-        let (count, total) = *load;
-        if count >= MAX_QUEUED_PROMPTS || total.saturating_add(bytes) > MAX_QUEUED_BYTES {
-            return None;
-        }
-        *load = (count + 1, total + bytes);
-        Some(Queued {
-            backlog: self.clone(),
-            bytes,
-        })
-    }
-}
-
-/// A prompt's place in its session's [`Backlog`].
-#[derive(Debug)]
-pub(crate) struct Queued {
-    backlog: Arc<Backlog>,
-    bytes: usize,
-}
-
-impl Drop for Queued {
-    fn drop(&mut self) {
-        let mut load = lock(&self.backlog.0);
-        load.0 -= 1;
-        load.1 -= self.bytes;
-    }
-}
-
 /// How long a session's ownership lease lasts unless renewed: a replica that dies leaves its
 /// sessions to the others after this long.
 pub(crate) const DEFAULT_LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// One session known to a connection.
 #[derive(Debug)]
-#[cfg_attr(not(feature = "v2"), allow(dead_code))] // prompts queue on v2 only
 pub(crate) struct SessionState {
     pub id: SessionId,
     /// The session's directories: `cwd` and the client's additional ones.
@@ -274,18 +223,9 @@ pub(crate) struct SessionState {
     pub values: TypeMap,
     /// Which of them persist, and the stored ones not asked for yet.
     pub persisted: PersistedValues,
-    /// Held by the prompt whose turn runs: prompts that queue (v2) take it in the order they
-    /// came, each its own turn.
-    pub queue: Arc<tokio::sync::Mutex<()>>,
-    /// Cancelled (and replaced) by a cancel of the session: drops the prompts waiting in
-    /// `queue`.
+    /// Cancelled (and replaced) by a cancel of the session: drops the prompts waiting for
+    /// their turn, where prompts wait (the router's queue).
     pub waiting: Mutex<CancellationToken>,
-    /// The prompts waiting in `queue` and their size (v2): bounded, so that a client cannot
-    /// grow the agent's memory by queueing prompts behind a running turn.
-    pub backlog: Arc<Backlog>,
-    /// The user message id each idempotency key of a prompt was given (v2): a retried prompt
-    /// starts no second turn. The latest [`IDEMPOTENCY_KEYS`] keys, oldest first.
-    pub idempotency: Mutex<VecDeque<(String, schema::MessageId)>>,
     /// The session's local terminals (see [`local`](super::local)), while they may run.
     pub local_terminals: Mutex<Vec<std::sync::Weak<super::local::LocalTerminal>>>,
 }
@@ -312,10 +252,7 @@ impl SessionState {
             ended: CancellationToken::new(),
             values: TypeMap::default(),
             persisted: PersistedValues::default(),
-            queue: Arc::default(),
             waiting: Mutex::new(CancellationToken::new()),
-            backlog: Arc::default(),
-            idempotency: Mutex::new(VecDeque::new()),
             local_terminals: Mutex::new(Vec::new()),
         })
     }
@@ -327,57 +264,12 @@ impl SessionState {
         all.push(Arc::downgrade(terminal));
     }
 
-    /// The ids of [`running_terminals`](Self::running_terminals).
-    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
-    pub fn background_terminal_ids(&self) -> Vec<String> {
-        self.running_terminals()
-            .iter()
-            .map(|t| t.id.0.to_string())
-            .collect()
-    }
-
-    /// The session's local terminals whose command still runs: v2's background work once
-    /// the turn that started them ended.
-    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
-    pub fn running_terminals(&self) -> Vec<Arc<super::local::LocalTerminal>> {
-        lock(&self.local_terminals)
-            .iter()
-            .filter_map(std::sync::Weak::upgrade)
-            .filter(|t| t.is_running())
-            .collect()
-    }
-
     /// Cancels the running turn, if any, and the prompts waiting for their turn.
     pub fn cancel_turn(&self) {
         if let Some(turn) = lock(&self.turn).as_ref() {
             turn.cancel.cancel();
         }
         std::mem::take(&mut *lock(&self.waiting)).cancel();
-    }
-
-    /// The user message id a prompt with idempotency key `key` was given, if remembered.
-    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
-    pub fn prompt_with_key(&self, key: &str) -> Option<schema::MessageId> {
-        lock(&self.idempotency)
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, id)| id.clone())
-    }
-
-    /// Remembers that the prompt with idempotency key `key` was given `message`.
-    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
-    pub fn remember_key(&self, key: String, message: schema::MessageId) {
-        let mut keys = lock(&self.idempotency);
-        if keys.len() == IDEMPOTENCY_KEYS {
-            keys.pop_front();
-        }
-        keys.push_back((key, message));
-    }
-
-    /// What cancels the prompts queued from now until the next cancel.
-    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
-    pub fn waiting(&self) -> CancellationToken {
-        lock(&self.waiting).clone()
     }
 
     /// Makes `turn` the running turn; `false` if one is already running.
