@@ -13,29 +13,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use crate::peer::{Frame, Peer, Sequence, turn_ended};
-use crate::protocol::{account, v1};
+use crate::protocol::{Codec, Ending, account};
 use crate::schema::{SessionId, StopReason, ToolCallId, Usage};
 use crate::sync::lock;
 use crate::{Error, Result};
 
 /// How long a cancelled turn may keep running to wind down before it is dropped.
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_millis(50);
-
-/// How the end of a turn is told to the client.
-pub(crate) enum Ending<'a> {
-    /// Protocol v1: the answer to the turn's `session/prompt` request `id`.
-    Answer {
-        id: &'a crate::schema::RequestId,
-        meta: Option<crate::schema::Meta>,
-    },
-    /// Protocol v2: the session's `idle` state update, with the stop reason and the ids of
-    /// the session's terminals still running then (its `background`), asked once the turn
-    /// has settled.
-    #[cfg(feature = "v2")]
-    Idle {
-        background: &'a (dyn Fn() -> Vec<String> + Send + Sync),
-    },
-}
 
 /// One prompt turn.
 #[derive(Debug)]
@@ -125,12 +109,13 @@ impl Turn {
     }
 
     /// Ends the turn: fails every tool call still open (before the answer), refuses further
-    /// updates, and returns the frame that tells the client the turn ended (`ending`), and
-    /// the frame that records the stop reason (when sessions are recorded), to be queued
-    /// after it.
+    /// updates, and returns the frame that tells the client the turn ended (written by the
+    /// connection's `codec` from `ending`), and the frame that records the stop reason (when
+    /// sessions are recorded), to be queued after it.
     pub async fn end(
         &self,
         peer: &Peer,
+        codec: &Codec,
         session: &SessionId,
         ending: Ending<'_>,
         outcome: Result<StopReason>,
@@ -149,21 +134,16 @@ impl Turn {
         };
         for call in open {
             let update = account::tool_call_failed(&call, message);
-            if let Ok((bytes, record)) = peer.journal.session_update(session, &update) {
-                let frame = Frame::new(bytes, Some(self.sequence.clone())).recorded(record);
+            if let Ok(encoded) = codec.update(session, &update) {
+                let record = peer.journal.update(session, encoded.account);
+                let frame = Frame::new(encoded.bytes, Some(self.sequence.clone())).recorded(record);
                 let _ = peer.send(frame).await;
             }
         }
         self.closing.store(true, Ordering::Release);
         debug!(cancelled, ok = outcome.is_ok(), "turn finished");
         let usage = lock(&self.usage).take();
-        let (bytes, stop) = match ending {
-            Ending::Answer { id, meta } => v1::prompt_answer(id, outcome, cancelled, meta, usage),
-            #[cfg(feature = "v2")]
-            Ending::Idle { background } => {
-                crate::protocol::v2::idle(session, outcome, cancelled, &background(), usage)
-            }
-        };
+        let (bytes, stop) = codec.turn_end(session, ending, outcome, cancelled, usage);
         // The stop reason is history's, not something the client is shown again on load:
         // recorded after the answer rather than ahead of it, so that the answer (and a
         // cancel's latency) never waits on the store.

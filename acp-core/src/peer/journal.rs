@@ -9,12 +9,12 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use super::{Frame, FrameKind};
-use crate::protocol::{Version, v1};
-use crate::schema::{SessionId, SessionUpdate, StopReason};
+use crate::protocol::Account;
+use crate::schema::{SessionId, StopReason};
 use crate::store::{Batch, Record, SessionStore};
 
 /// What the store keeps of a frame, of `session`.
@@ -46,9 +46,6 @@ pub(crate) struct Journal {
     store: Option<Arc<dyn SessionStore>>,
     /// A failure was logged already (logged once, not per batch).
     failed: Arc<AtomicBool>,
-    /// The protocol version the connection negotiated: how updates are written (the records
-    /// are the same whatever it is).
-    version: Arc<OnceLock<Version>>,
 }
 
 impl std::fmt::Debug for Journal {
@@ -65,24 +62,7 @@ impl Journal {
         Journal {
             store,
             failed: Arc::default(),
-            version: Arc::default(),
         }
-    }
-
-    /// The protocol version the connection speaks (v1 until `initialize` says otherwise).
-    pub fn version(&self) -> Version {
-        self.version.get().copied().unwrap_or_default()
-    }
-
-    /// The protocol version `initialize` negotiated, if it ran.
-    #[cfg(feature = "v2")]
-    pub fn negotiated(&self) -> Option<Version> {
-        self.version.get().copied()
-    }
-
-    /// Sets the protocol version, once (`initialize`); `false` if it was set already.
-    pub fn set_version(&self, version: Version) -> bool {
-        self.version.set(version).is_ok()
     }
 
     /// The store, if sessions are recorded.
@@ -95,35 +75,24 @@ impl Journal {
         self.store.is_some()
     }
 
-    /// The `session/update` frame's bytes for `update` of `session`, and its record when
-    /// sessions are recorded (the update's text inside the frame).
-    pub fn session_update(
-        &self,
-        session: &SessionId,
-        update: &SessionUpdate,
-    ) -> crate::Result<(Vec<u8>, Option<Journaled>)> {
-        #[cfg(feature = "v2")]
-        if self.version() == Version::V2 && !crate::protocol::v2::same_as_v1(update) {
-            // The frame is v2's; the record is the account's (v1) JSON, whatever the wire.
-            let text = serde_json::to_string(update)?;
-            let value: serde_json::Value = serde_json::from_str(&text)?;
-            let bytes = crate::protocol::v2::session_update(session, value)?.unwrap_or_default();
-            let record = self.is_recording().then(|| {
+    /// The record of an update of `session` whose frame was encoded with `account` (see
+    /// [`Account`]), when sessions are recorded: the same record whatever the wire.
+    pub fn update(&self, session: &SessionId, account: Account) -> Option<Journaled> {
+        if !self.is_recording() {
+            return None;
+        }
+        let kept = match account {
+            Account::InFrame(range) => Kept::Update(range),
+            Account::Apart(text) => {
                 let mut batch = Batch::new();
                 batch.push_update_json(&text);
-                Journaled {
-                    session: session.clone(),
-                    kept: Kept::Records(batch),
-                }
-            });
-            return Ok((bytes, record));
-        }
-        let (bytes, update) = v1::session_update_located(session, update)?;
-        let record = self.is_recording().then(|| Journaled {
+                Kept::Records(batch)
+            }
+        };
+        Some(Journaled {
             session: session.clone(),
-            kept: Kept::Update(update),
-        });
-        Ok((bytes, record))
+            kept,
+        })
     }
 
     /// The frame that records `records` of `session` without sending anything; `None` when

@@ -10,7 +10,6 @@ pub(crate) mod writer;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use serde::Serialize;
 use tokio::io::{AsyncWrite, BufWriter};
 use tokio::sync::{Mutex, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -338,17 +337,18 @@ impl Peer {
         }
     }
 
-    /// Sends a request to the client and waits for its answer, or for `cancel`; a request
+    /// Sends a request of `method` to the client, written by `encode` from the request id it
+    /// is given, and waits for its answer, or for `cancel`; a request
     /// cancelled while the client works on it is cancelled at the client too
     /// (`$/cancel_request`), but for `session/request_permission`, which the client answers
     /// `cancelled` itself when it cancels a turn.
     ///
     /// A cancel read before the answer wins, even when both are ready: once the reader has
     /// seen the cancel, no call made under that token succeeds.
-    pub async fn request<P: Serialize, T: serde::de::DeserializeOwned>(
+    pub async fn request<T: serde::de::DeserializeOwned>(
         &self,
         method: &str,
-        params: &P,
+        encode: impl FnOnce(i64) -> Result<Vec<u8>>,
         cancel: Option<&CancellationToken>,
     ) -> Result<T> {
         if self.closed.is_cancelled() {
@@ -363,16 +363,7 @@ impl Peer {
             }
         }
         let _forget = Forget(&self.pending, id);
-        let bytes = match self.journal.version() {
-            #[cfg(feature = "v2")]
-            crate::protocol::Version::V2
-                if method == crate::protocol::methods::REQUEST_PERMISSION =>
-            {
-                let params = crate::protocol::v2::permission_params(serde_json::to_value(params)?);
-                jsonrpc::encode_request(id, method, &params)?
-            }
-            _ => jsonrpc::encode_request(id, method, params)?,
-        };
+        let bytes = encode(id)?;
         self.send(Frame::new(bytes, None)).await?;
         // Waiting on the client from now: the reader must stay free to read its answer.
         release_admission();

@@ -1,14 +1,17 @@
 //! ACP over JSON-RPC: the names of the methods the runtime answers and sends ([`methods`], from
 //! the schema crate's constants), the runtime's account of what happens in a session
 //! ([`account`]: the v1 update types, whatever the connection speaks), and the one place that
-//! turns it into frames of the connection's protocol version: [`v1`], and [`v2`] (feature
-//! `v2`), chosen per connection at `initialize` ([`Version`]).
+//! turns it into frames of the connection's protocol version: the connection's [`Codec`],
+//! which writes [`v1`] or [`v2`] (feature `v2`) as `initialize` chose ([`Version`]).
 
 pub(crate) mod account;
+mod codec;
 pub(crate) mod methods;
 pub(crate) mod v1;
 #[cfg(feature = "v2")]
 pub(crate) mod v2;
+
+pub(crate) use codec::{Account, Codec, Ending};
 
 /// The protocol version a connection negotiated at `initialize`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -21,6 +24,18 @@ pub(crate) enum Version {
     V2,
 }
 
+impl Version {
+    /// Where the agent's accepted prompt content is advertised, for the error that refuses
+    /// content it does not accept.
+    pub fn prompt_capabilities(self) -> &'static str {
+        match self {
+            Version::V1 => "promptCapabilities",
+            #[cfg(feature = "v2")]
+            Version::V2 => "session.prompt",
+        }
+    }
+}
+
 /// The foreground state of a turn while it runs, which v2 reports (`state_update`) and v1
 /// leaves implicit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,34 +44,4 @@ pub(crate) enum State {
     Running,
     /// Foreground work waits on the user (a permission request or a form).
     RequiresAction,
-}
-
-/// The frame reporting `state` of `session` on a connection speaking `version`; `None` on v1.
-pub(crate) fn state_update(
-    version: Version,
-    session: &crate::schema::SessionId,
-    state: State,
-) -> Option<Vec<u8>> {
-    match version {
-        Version::V1 => {
-            let _ = (session, state);
-            None
-        }
-        #[cfg(feature = "v2")]
-        Version::V2 => v2::state_update(session, state).ok(),
-    }
-}
-
-/// The frame replaying a recorded update (the account's JSON text) of `session` on a
-/// connection speaking `version`; `None` when that version has no counterpart.
-pub(crate) fn replayed_update(
-    version: Version,
-    session: &crate::schema::SessionId,
-    update: &serde_json::value::RawValue,
-) -> crate::Result<Option<Vec<u8>>> {
-    match version {
-        Version::V1 => v1::raw_update(session, update).map(Some),
-        #[cfg(feature = "v2")]
-        Version::V2 => v2::session_update(session, serde_json::from_str(update.get())?),
-    }
 }

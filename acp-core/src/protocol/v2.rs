@@ -436,5 +436,20 @@ pub(crate) fn permission_params(mut params: Value) -> Value {
     params
 }
 
+/// The `user_message` update of `session` echoing the user's prompt `blocks`, its message
+/// `message`.
+pub(crate) fn user_message(
+    session: &SessionId,
+    message: &crate::schema::MessageId,
+    blocks: &[crate::schema::ContentBlock],
+) -> Result<Vec<u8>> {
+    let update = json!({
+        "sessionUpdate": "user_message",
+        "messageId": message,
+        "content": blocks,
+    });
+    notification(session, &update)
+}
+
 #[cfg(test)]
 mod tests;

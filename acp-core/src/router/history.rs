@@ -14,12 +14,13 @@ use super::sessions::{authenticated, connect_mcp, open_session};
 use super::{Router, owner, params};
 use crate::agent::{Agent, SessionSetup};
 use crate::peer::Frame;
-use crate::protocol::{self, methods};
-use crate::schema::{self, ContentBlock, Meta, RequestId, SessionId};
+use crate::protocol::methods;
+use crate::schema::{self, ContentBlock, MessageId, Meta, RequestId, SessionId};
 use crate::session::config::STORE_KEY;
 use crate::session::roots::Roots;
 use crate::session::{Connection, Request, Session, SessionState, user_chunk};
 use crate::store::{ListFilter, Record, SessionStore, StoredSession};
+use crate::turn::Turn;
 use crate::{Error, Result};
 
 /// Sessions per `session/list` page.
@@ -59,24 +60,40 @@ pub(super) async fn save(conn: &Connection, state: &SessionState, title: Option<
     }
 }
 
-/// Records the user's prompt as `user_message_chunk`s of one message, before the turn runs
-/// (so before any of its updates): a frame that only records, committed with the writer's next
-/// batch like every update. When the output queue is full (a client not reading), the records
-/// go straight into the store instead: a turn never waits behind the client to start.
-pub(super) async fn record_prompt(state: &SessionState, blocks: &[ContentBlock]) {
-    let peer = &state.conn.peer;
-    let Some(store) = peer.journal.store() else {
+/// Records the user's prompt as `user_message_chunk`s of its message `message`, before the
+/// turn runs (so before any of its updates), and echoes it to the client where the version does
+/// (v2's `user_message`, a frame of the turn that carries the records). Otherwise the records
+/// go in a frame that only records, committed with the writer's next batch like every update;
+/// when the output queue is full (a client not reading), straight into the store instead: a v1
+/// turn never waits behind the client to start.
+pub(super) async fn record_prompt(
+    state: &SessionState,
+    turn: &Turn,
+    blocks: &[ContentBlock],
+    message: &MessageId,
+) {
+    let conn = &state.conn;
+    let journal = &conn.peer.journal;
+    let echo = conn.codec.user_message(&state.id, message, blocks);
+    let records: Vec<Record> = match journal.is_recording() {
+        true => blocks
+            .iter()
+            .filter_map(|block| Record::update(&user_chunk(block.clone(), message)).ok())
+            .collect(),
+        false => Vec::new(),
+    };
+    let recorded = journal.records_only(&state.id, &records);
+    if let Some(bytes) = echo {
+        let mut frame = recorded.unwrap_or_else(|| Frame::new(Vec::new(), None));
+        frame.bytes = bytes;
+        frame.sequence = Some(turn.sequence.clone());
+        let _ = conn.peer.send(frame).await;
+        return;
+    }
+    let (Some(frame), Some(store)) = (recorded, journal.store()) else {
         return;
     };
-    let message = state.messages.user_message();
-    let records: Vec<Record> = blocks
-        .iter()
-        .filter_map(|block| Record::update(&user_chunk(block.clone(), &message)).ok())
-        .collect();
-    let Some(frame) = peer.journal.records_only(&state.id, &records) else {
-        return;
-    };
-    if peer.try_queue(frame).is_err()
+    if conn.peer.try_queue(frame).is_err()
         && let Err(e) = store.append(&state.id, &records).await
     {
         warn!(session = %state.id, "could not record the prompt: {e}");
@@ -188,11 +205,7 @@ pub(super) fn reopen<A: Agent>(
             if req.replay {
                 for (_, record) in &page {
                     if let Record::Update { update } = record
-                        && let Ok(Some(bytes)) = protocol::replayed_update(
-                            conn.peer.journal.version(),
-                            &state.id,
-                            update,
-                        )
+                        && let Ok(Some(bytes)) = conn.codec.replayed(&state.id, update)
                     {
                         let _ = conn.peer.send(Frame::new(bytes, None)).await;
                     }
@@ -205,20 +218,14 @@ pub(super) fn reopen<A: Agent>(
             };
         }
         debug!(session = %state.id, records = replayed, replay = req.replay, "reopened the session");
-        // v2: the replay asked for is over, and the session's state, before the answer.
-        #[cfg(feature = "v2")]
-        if conn.peer.journal.version() == protocol::Version::V2 {
-            let complete = req
-                .replay
-                .then(|| protocol::v2::replay_complete(&state.id).ok())
-                .flatten();
-            let idle = protocol::v2::idle_snapshot(
-                &state.id,
-                &super::queue::background_terminal_ids(&state),
-            );
-            for bytes in complete.into_iter().chain(idle) {
-                let _ = conn.peer.send(Frame::new(bytes, None)).await;
-            }
+        // Where the version says so (v2): the replay asked for is over, and the session's
+        // state, before the answer.
+        let background = super::queue::background_terminal_ids(&state);
+        for bytes in conn
+            .codec
+            .replayed_to_end(&state.id, req.replay, &background)
+        {
+            let _ = conn.peer.send(Frame::new(bytes, None)).await;
         }
         let cx = Session::new(state.clone(), None).handling(Request::new(req.meta));
         cx.restore_settings(settings.as_ref());

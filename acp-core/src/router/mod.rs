@@ -12,7 +12,6 @@ mod owner;
 mod prompt;
 #[cfg(feature = "llm-providers")]
 mod providers;
-#[cfg(feature = "v2")]
 mod queue;
 mod routes;
 mod sessions;
@@ -180,7 +179,7 @@ impl<A: Agent> Dispatch for Router<A> {
         admission: Admission,
     ) {
         let peer = &self.conn.peer;
-        let table = match self.conn.peer.journal.version() {
+        let table = match self.conn.codec.version() {
             crate::protocol::Version::V1 => &self.routes,
             #[cfg(feature = "v2")]
             crate::protocol::Version::V2 => &self.routes_v2,

@@ -13,7 +13,7 @@ use crate::agent::Agent;
 use crate::jsonrpc;
 use crate::mcp;
 use crate::peer::Frame;
-use crate::protocol::{methods, v1};
+use crate::protocol::methods;
 use crate::schema::{self, AuthMethod, ProtocolVersion, RequestId};
 use crate::session::Connection;
 
@@ -121,22 +121,10 @@ pub(super) fn notifications<A: Agent>() -> Vec<NotificationRoute<A>> {
     ]
 }
 
-/// Queues the answer to request `id`.
+/// Queues the answer to request `id`, written in the connection's version.
 pub(super) async fn answer<T: Serialize>(conn: &Connection, id: &RequestId, result: Result<T>) {
-    #[cfg(feature = "v2")]
-    if conn.peer.journal.version() == crate::protocol::Version::V2 {
-        let result =
-            result.and_then(|value| Ok(crate::protocol::v2::result(serde_json::to_value(value)?)));
-        let _ = conn
-            .peer
-            .send(Frame::new(v1::answer(id, result), None))
-            .await;
-        return;
-    }
-    let _ = conn
-        .peer
-        .send(Frame::new(v1::answer(id, result), None))
-        .await;
+    let bytes = conn.codec.answer(id, result);
+    let _ = conn.peer.send(Frame::new(bytes, None)).await;
 }
 
 /// The authentication methods offered to a client with these capabilities: `terminal` ones
@@ -166,7 +154,7 @@ fn initialize<A: Agent>(
     // A connection speaks the version its first `initialize` chose.
     #[cfg(feature = "v2")]
     if asked.protocol_version >= ProtocolVersion::V2
-        && r.conn.peer.journal.negotiated() != Some(crate::protocol::Version::V1)
+        && r.conn.codec.negotiated() != Some(crate::protocol::Version::V1)
     {
         return super::v2::initialize(r, id, raw);
     }
@@ -174,10 +162,7 @@ fn initialize<A: Agent>(
     let _ = asked;
     let version = ProtocolVersion::V1;
     let req: schema::InitializeRequest = params(methods::INITIALIZE, raw)?;
-    r.conn
-        .peer
-        .journal
-        .set_version(crate::protocol::Version::V1);
+    r.conn.codec.negotiate(crate::protocol::Version::V1);
     debug!(capabilities = ?req.client_capabilities, "initialized");
     if r.conn.client.set(req.client_capabilities).is_err() {
         debug!("`initialize` sent twice; keeping the first client capabilities");

@@ -203,7 +203,7 @@ async fn send_commands(conn: &Connection, session: &SessionId, commands: Vec<Ava
         schema::AvailableCommandsUpdate::new(commands),
     );
     // Written in the connection's version; not recorded.
-    if let Ok((frame, _)) = conn.peer.journal.session_update(session, &update)
+    if let Ok((frame, _)) = conn.update_frame(session, &update)
         && !frame.is_empty()
     {
         let _ = conn.peer.send(Frame::new(frame, None)).await;

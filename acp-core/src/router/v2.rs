@@ -11,22 +11,18 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tracing::{Instrument, debug, debug_span};
+use tracing::debug;
 
 use super::queue::{self, PromptQueue};
 use super::routes::{always, answer, has_auth, offered_auth_methods, recorded};
 use super::{Handler, Route, Router, auth, history, params, sessions};
-use crate::agent::{Agent, Prompt};
+use crate::agent::Agent;
 use crate::jsonrpc;
 use crate::mcp;
-use crate::peer::Frame;
 use crate::protocol::{Version, methods, v2};
 use crate::schema::v2 as v2s;
 use crate::schema::{self, ErrorCode, ProtocolVersion, RequestId};
-use crate::session::{Request, Session, SessionState, user_chunk};
-use crate::store::Record;
-use crate::sync::lock;
-use crate::turn::{self, Turn};
+use crate::session::SessionState;
 
 /// v2's method names that v1 spells differently.
 const AUTH_LOGIN: &str = "auth/login";
@@ -188,8 +184,7 @@ pub(super) fn initialize<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<Vec<u8>, schema::Error> {
     let req: schema::v2::InitializeRequest = params(methods::INITIALIZE, raw)?;
-    let journal = &r.conn.peer.journal;
-    if !journal.set_version(Version::V2) && journal.version() != Version::V2 {
+    if !r.conn.codec.negotiate(Version::V2) {
         return Err(schema::Error::new(
             ErrorCode::InvalidRequest.into(),
             "this connection was initialized with protocol v1; a connection speaks one version",
@@ -386,9 +381,8 @@ fn close<A: Agent>(
     }))
 }
 
-/// A v2 `session/prompt`: checked here, then queued behind the session's running turn; once
-/// its turn starts it is answered with its user message's id, the message echoed, and the
-/// turn told by `running` … `idle`.
+/// A v2 `session/prompt`: its idempotency key taken apart, then the one prompt driver
+/// ([`start`](super::prompt::start)), which queues it behind the session's running turn.
 fn prompt<A: Agent>(
     r: &Router<A>,
     id: RequestId,
@@ -401,143 +395,6 @@ fn prompt<A: Agent>(
         .and_then(|k| k.as_str().map(str::to_owned));
     let req: schema::PromptRequest = serde_json::from_value(value)
         .map_err(|e| crate::Error::InvalidParams(e.to_string()).to_rpc())?;
-    let state = r
-        .conn
-        .sessions
-        .get(&req.session_id)
-        .ok_or_else(|| schema::Error::session_not_found(req.session_id.clone()))?;
-    // A retry of a prompt already inserted: its message id again, no second turn.
-    if let Some(key) = &key
-        && let Some(message) = PromptQueue::of(&state).prompt_with_key(key)
-    {
-        let conn = r.conn.clone();
-        return Ok(Box::pin(async move {
-            let bytes = v2::prompt_answer(&id, &message.0);
-            let _ = conn.peer.send(Frame::new(bytes, None)).await;
-        }));
-    }
-    // A bounded queue: beyond it the prompt is refused, and nothing of it is kept.
     let bytes = raw.map_or(0, |raw| raw.get().len());
-    let prompts_queue = PromptQueue::of(&state);
-    let queued = prompts_queue.admit(bytes).ok_or_else(|| {
-        schema::Error::new(
-            schema::ErrorCode::InvalidRequest.into(),
-            format!(
-                "session `{}` has too many prompts waiting (at most {} prompts, {} MiB in all); \
-                 send this one once a waiting prompt has started, or cancel",
-                state.id,
-                queue::MAX_QUEUED_PROMPTS,
-                queue::MAX_QUEUED_BYTES >> 20,
-            ),
-        )
-    })?;
-    let blocks = req.prompt.clone();
-    let prompt = Prompt::from_request(req);
-    super::prompt::refuse_unaccepted(r, &prompt, "session.prompt")?;
-    let command = super::prompt::command_of(r, &state, &prompt);
-    // The message id is the session's from now: a retry with the same key gets it.
-    let message = state.messages.user_message();
-    if let Some(key) = key {
-        prompts_queue.remember_key(key, message.clone());
-    }
-    let waiting = lock(&state.waiting).clone();
-    let (agent, prompts) = (r.agent.clone(), r.prompts.clone());
-    let span =
-        debug_span!("turn", session = %state.id, command = command.as_ref().map(|c| c.0.as_str()));
-    Ok(Box::pin(
-        async move {
-            crate::peer::release_admission();
-            let peer = state.conn.peer.clone();
-            // FIFO behind the running turn; a cancel of the session drops waiting prompts.
-            let slot = tokio::select! {
-                // A cancel that came first wins over the slot it freed.
-                biased;
-                () = waiting.cancelled() => {
-                    let e = crate::Error::Cancelled.to_rpc();
-                    let _ = peer.send(Frame::new(jsonrpc::encode_error(&id, &e), None)).await;
-                    return;
-                }
-                // The connection's turns are cancelled: nothing more runs.
-                () = peer.turns.cancelled() => return,
-                slot = prompts_queue.turn.clone().lock_owned() => slot,
-            };
-            // Out of the queue: its place is free for the next prompt.
-            drop(queued);
-            let turn = Arc::new(Turn::new(&peer.turns));
-            if state.is_closed() || !state.start_turn(&turn) {
-                let e = crate::Error::SessionClosed.to_rpc();
-                let _ = peer
-                    .send(Frame::new(jsonrpc::encode_error(&id, &e), None))
-                    .await;
-                return;
-            }
-            lock(&prompts).insert(id.clone(), turn.clone());
-            state.messages.end();
-            let _ = peer
-                .send(Frame::new(v2::prompt_answer(&id, &message.0), None))
-                .await;
-            echo(&state, &turn, &blocks, &message).await;
-            if let Ok(running) = v2::state_update(&state.id, crate::protocol::State::Running) {
-                let _ = peer
-                    .send(Frame::new(running, Some(turn.sequence.clone())))
-                    .await;
-            }
-            let request = Request::new(prompt.meta().cloned());
-            let cx = Session::new(state.clone(), Some(turn.clone())).handling(request);
-            let outcome = super::prompt::run_turn(&*agent, &cx, &turn, command, prompt).await;
-            state.save_persisted().await;
-            let (frame, ended) = turn
-                .end(
-                    &peer,
-                    &state.id,
-                    turn::Ending::Idle {
-                        background: &|| queue::background_terminal_ids(&state),
-                    },
-                    outcome,
-                )
-                .await;
-            state.end_turn();
-            lock(&prompts).remove(&id);
-            // Like v1's answer, the idle skips the writer's queue when nothing waits in it (the
-            // turn's end is recorded after it, so a cancel's latency never waits on the store).
-            let _ = peer.send_now(frame).await;
-            if let Some(ended) = ended {
-                let _ = peer.send(ended).await;
-            }
-            drop(slot);
-        }
-        .instrument(span),
-    ))
-}
-
-/// Echoes the prompt as the `user_message` of id `message` (recorded as its chunks: the
-/// account of a prompt is the same for both versions).
-async fn echo(
-    state: &SessionState,
-    turn: &Turn,
-    blocks: &[schema::ContentBlock],
-    message: &schema::MessageId,
-) {
-    let peer = &state.conn.peer;
-    let update = json!({
-        "sessionUpdate": "user_message",
-        "messageId": message,
-        "content": blocks,
-    });
-    let Ok(Some(bytes)) = v2::session_update(&state.id, update) else {
-        return;
-    };
-    let records: Vec<Record> = blocks
-        .iter()
-        .filter_map(|block| Record::update(&user_chunk(block.clone(), message)).ok())
-        .collect();
-    let frame = match peer.journal.records_only(&state.id, &records) {
-        Some(mut frame) => {
-            frame.bytes = bytes;
-            frame.sequence = Some(turn.sequence.clone());
-            frame
-        }
-        None => Frame::new(bytes, Some(turn.sequence.clone())),
-    };
-    let _ = peer.send(frame).await;
+    super::prompt::start(r, id, req, key, bytes)
 }

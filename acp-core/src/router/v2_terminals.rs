@@ -51,7 +51,7 @@ pub(super) fn display(conn: &Arc<Connection>) {
             let mut behind = lock(&behind);
             if let Some(late) = behind.get_mut(&id) {
                 // Behind: fold the event into the snapshot, and send it if there is room now.
-                late.output = t.output_bytes();
+                late.output = t.output().output.into_bytes();
                 if let TerminalEvent::Exited(status) = &event {
                     late.exit = Some((*status).clone());
                 }
@@ -82,7 +82,7 @@ pub(super) fn display(conn: &Arc<Connection>) {
             if peer.try_queue(Frame::new(frame, None)).is_err() {
                 let late = Behind {
                     session: t.session.clone(),
-                    output: t.output_bytes(),
+                    output: t.output().output.into_bytes(),
                     exit: match &event {
                         TerminalEvent::Exited(status) => Some((*status).clone()),
                         _ => t.exit_status(),

@@ -149,7 +149,6 @@ impl Client {
     ) -> Result<R> {
         extension_name(method)?;
         self.conn
-            .peer
             .request(method, params, self.cancel.as_ref())
             .await
     }

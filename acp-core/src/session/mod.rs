@@ -312,7 +312,8 @@ impl Session {
         }
         self.state.messages.stamp(&mut update);
         account::fit_tool_call(&mut update);
-        let journal = &self.state.conn.peer.journal;
+        let conn = &self.state.conn;
+        let journal = &conn.peer.journal;
         // A title for `session/list`.
         let title = match &update {
             SessionUpdate::SessionInfoUpdate(info) if journal.is_recording() => match &info.title {
@@ -322,7 +323,7 @@ impl Session {
             },
             _ => None,
         };
-        let (bytes, record) = journal.session_update(&self.state.id, &update)?;
+        let (bytes, record) = conn.update_frame(&self.state.id, &update)?;
         self.send_update(bytes, record).await?;
         if let (Some(title), Some(store)) = (title, journal.store())
             && let Err(e) = store.set_title(&self.state.id, title.as_deref()).await
@@ -365,7 +366,7 @@ impl Session {
     ) -> Result<T> {
         self.check_usable()?;
         let cancel = self.turn.as_ref().map(|t| &t.cancel);
-        self.state.conn.peer.request(method, params, cancel).await
+        self.state.conn.request(method, params, cancel).await
     }
 
     /// Asks the user to choose one of `options` about `tool_call`
@@ -405,12 +406,13 @@ impl Session {
     /// Reports the turn's state to the client, if the connection's protocol does.
     async fn report_state(&self, state: protocol::State) {
         let Some(turn) = &self.turn else { return };
-        let peer = &self.state.conn.peer;
+        let conn = &self.state.conn;
         if turn.is_closing() {
             return;
         }
-        if let Some(bytes) = protocol::state_update(peer.journal.version(), &self.state.id, state) {
-            let _ = peer
+        if let Some(bytes) = conn.codec.state(&self.state.id, state) {
+            let _ = conn
+                .peer
                 .send(Frame::new(bytes, Some(turn.sequence.clone())))
                 .await;
         }

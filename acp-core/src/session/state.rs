@@ -13,7 +13,8 @@ use super::local::{Backends, ObserverSlot, TerminalObserver};
 use super::messages::Messages;
 use super::persist::PersistedValues;
 use super::registry::Registry;
-use crate::peer::Peer;
+use crate::peer::{Journaled, Peer};
+use crate::protocol::Codec;
 use crate::schema::{self, SessionId};
 use crate::sync::lock;
 use crate::turn::Turn;
@@ -66,6 +67,9 @@ impl std::fmt::Debug for TypeMap {
 #[derive(Debug)]
 pub(crate) struct Connection {
     pub peer: Arc<Peer>,
+    /// The protocol version the connection speaks, as the writer of its frames: nothing
+    /// else on the connection knows the version.
+    pub codec: Codec,
     /// What the client said it supports, once it said it.
     pub client: OnceLock<schema::ClientCapabilities>,
     /// The client's `clientInfo`, once it sent `initialize`.
@@ -111,6 +115,7 @@ impl Connection {
     pub fn new(peer: Arc<Peer>) -> Self {
         Connection {
             peer,
+            codec: Codec::default(),
             client: OnceLock::new(),
             client_info: OnceLock::new(),
             authenticated: AtomicBool::new(false),
@@ -180,6 +185,30 @@ impl Connection {
         additional: Vec<std::path::PathBuf>,
     ) -> Result<Roots, schema::Error> {
         self.grant.check_roots(Roots::new(cwd, additional)?)
+    }
+
+    /// The `session/update` frame carrying `update` of `session`, in the connection's
+    /// version, and its record when sessions are recorded.
+    pub fn update_frame(
+        &self,
+        session: &SessionId,
+        update: &schema::SessionUpdate,
+    ) -> crate::Result<(Vec<u8>, Option<Journaled>)> {
+        let encoded = self.codec.update(session, update)?;
+        let record = self.peer.journal.update(session, encoded.account);
+        Ok((encoded.bytes, record))
+    }
+
+    /// Sends the client a request of `method` (`params` are the runtime's, v1's; the codec
+    /// writes them in the connection's version) and waits for its answer, or for `cancel`.
+    pub async fn request<P: serde::Serialize, T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+        cancel: Option<&CancellationToken>,
+    ) -> crate::Result<T> {
+        let encode = |id| self.codec.request(id, method, params);
+        self.peer.request(method, encode, cancel).await
     }
 
     /// The client's capabilities (none before `initialize`).

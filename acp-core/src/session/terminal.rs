@@ -233,8 +233,8 @@ impl Terminal {
 
     /// A request sent even when the turn is cancelled: that is when killing matters most.
     async fn even_if_cancelled(&self, method: &str, req: &impl serde::Serialize) -> Result<()> {
-        let peer = &self.cx.state.conn.peer;
-        let _: serde::de::IgnoredAny = peer.request(method, req, None).await?;
+        let conn = &self.cx.state.conn;
+        let _: serde::de::IgnoredAny = conn.request(method, req, None).await?;
         Ok(())
     }
 }
@@ -252,11 +252,11 @@ impl Drop for Terminal {
             tracing::warn!(terminal = %self.id, "terminal dropped outside a runtime; not released");
             return;
         };
-        let peer = self.cx.state.conn.peer.clone();
+        let conn = self.cx.state.conn.clone();
         let req = schema::ReleaseTerminalRequest::new(self.cx.id().clone(), self.id.clone());
         handle.spawn(async move {
             let released: Result<serde::de::IgnoredAny> =
-                peer.request(methods::TERMINAL_RELEASE, &req, None).await;
+                conn.request(methods::TERMINAL_RELEASE, &req, None).await;
             if let Err(e) = released {
                 tracing::debug!("releasing a dropped terminal failed: {e}");
             }

@@ -433,15 +433,15 @@ impl Drop for ToolCallGuard {
             "the tool call was abandoned before it finished"
         };
         // If the queue is full, the end-of-turn sweep reports it instead.
-        let peer = &self.cx.state.conn.peer;
+        let conn = &self.cx.state.conn;
         let fields = self.embedded.keep(account::failed_fields(message));
         let update = SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(self.id.clone(), fields));
-        let Ok((bytes, record)) = peer.journal.session_update(self.cx.id(), &update) else {
+        let Ok((bytes, record)) = conn.update_frame(self.cx.id(), &update) else {
             return;
         };
         let frame =
             Frame::new(bytes, self.cx.turn.as_ref().map(|t| t.sequence.clone())).recorded(record);
-        if peer.try_send(frame) {
+        if conn.peer.try_send(frame) {
             self.forget();
         }
     }

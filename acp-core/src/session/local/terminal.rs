@@ -147,20 +147,14 @@ impl LocalTerminal {
         Ok(terminal)
     }
 
-    /// The command line, as a shell would show it (a command without arguments is one
-    /// already).
     /// Whether the connection displays it itself (v2's agent-owned terminals, kept up to date
     /// by the connection's observer), rather than as text in the tool call.
     pub fn is_displayed(&self) -> bool {
         self.observer.is_some()
     }
 
-    /// Its output so far (at most the byte limit: the tail), as bytes.
-    #[cfg(feature = "v2")]
-    pub fn output_bytes(&self) -> Vec<u8> {
-        self.output().output.into_bytes()
-    }
-
+    /// The command line, as a shell would show it (a command without arguments is one
+    /// already).
     pub fn command_line(&self) -> String {
         if self.args.is_empty() {
             return self.command.clone();

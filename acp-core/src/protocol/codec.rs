@@ -1,0 +1,232 @@
+//! The connection's protocol version as one value: the [`Codec`] a connection owns writes
+//! everything the runtime sends (a session's updates, the turn's state, the end of a turn,
+//! answers, requests to the client) and knows what the version does with a prompt. It is set
+//! once, by `initialize`; until then the connection speaks v1.
+//!
+//! Everything above this module (sessions, tools, MCP, the model loop, the store, the turn)
+//! hands the codec the runtime's account, the v1 types of the schema crate, and never asks
+//! which version is spoken: v1 writes the account as it is, v2 translates it ([`v2`](super::v2)).
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::{State, Version, v1};
+use crate::jsonrpc;
+use crate::schema::{
+    ContentBlock, MessageId, Meta, RequestId, SessionId, SessionUpdate, StopReason, Usage,
+};
+use crate::{Error, Result};
+
+/// One connection's protocol version, and the encoder of its frames.
+#[derive(Debug, Default)]
+pub(crate) struct Codec {
+    version: OnceLock<Version>,
+}
+
+/// A `session/update` frame, and where the update's account (its v1 JSON text, which the
+/// session store records whatever the wire) is.
+#[derive(Debug)]
+pub(crate) struct EncodedUpdate {
+    /// The frame, newline-terminated.
+    pub bytes: Vec<u8>,
+    pub account: Account,
+}
+
+/// Where the account of an encoded update is.
+#[derive(Debug)]
+pub(crate) enum Account {
+    /// Inside the frame, at this range of its bytes (v1: the frame carries the account as it
+    /// is, so recording it costs no second serialization).
+    InFrame(Range<usize>),
+    /// Apart from the frame, which carries a translation of it (v2).
+    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
+    Apart(String),
+}
+
+/// How a turn's end is told, beside its outcome: what each version needs of it.
+pub(crate) struct Ending<'a> {
+    /// The turn's `session/prompt` request (v1 answers it now; v2 answered it when the prompt
+    /// was accepted).
+    pub id: &'a RequestId,
+    /// The `_meta` the author set on the answer (v1).
+    pub meta: Option<Meta>,
+    /// The ids of the session's terminals still running, asked once the turn has settled
+    /// (v2's `idle` lists them as its `background`).
+    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
+    pub background: &'a (dyn Fn() -> Vec<String> + Send + Sync),
+}
+
+impl Codec {
+    /// The version the connection speaks (v1 until `initialize` says otherwise).
+    pub fn version(&self) -> Version {
+        self.version.get().copied().unwrap_or_default()
+    }
+
+    /// The version `initialize` chose, if it ran.
+    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
+    pub fn negotiated(&self) -> Option<Version> {
+        self.version.get().copied()
+    }
+
+    /// Sets the version, once: `false` if `initialize` had chosen another one already (a
+    /// connection speaks one version).
+    pub fn negotiate(&self, version: Version) -> bool {
+        self.version.set(version).is_ok() || self.version() == version
+    }
+
+    /// Whether a prompt sent while the session's turn runs waits for its turn (v2), rather
+    /// than being refused (v1); and whether a prompt is answered when accepted (v2) rather
+    /// than at the end of its turn (v1).
+    pub fn queues_prompts(&self) -> bool {
+        self.version() != Version::V1
+    }
+
+    /// The `session/update` frame carrying `update` of `session`.
+    pub fn update(&self, session: &SessionId, update: &SessionUpdate) -> Result<EncodedUpdate> {
+        #[cfg(feature = "v2")]
+        if self.version() == Version::V2 && !super::v2::same_as_v1(update) {
+            let text = serde_json::to_string(update)?;
+            let value: serde_json::Value = serde_json::from_str(&text)?;
+            let bytes = super::v2::session_update(session, value)?.unwrap_or_default();
+            return Ok(EncodedUpdate {
+                bytes,
+                account: Account::Apart(text),
+            });
+        }
+        let (bytes, range) = v1::session_update_located(session, update)?;
+        Ok(EncodedUpdate {
+            bytes,
+            account: Account::InFrame(range),
+        })
+    }
+
+    /// The frame replaying a recorded update (its account's JSON text) of `session`; `None`
+    /// when the version has no counterpart.
+    pub fn replayed(&self, session: &SessionId, update: &RawValue) -> Result<Option<Vec<u8>>> {
+        match self.version() {
+            Version::V1 => v1::raw_update(session, update).map(Some),
+            #[cfg(feature = "v2")]
+            Version::V2 => super::v2::session_update(session, serde_json::from_str(update.get())?),
+        }
+    }
+
+    /// The frame reporting the running turn's `state`; `None` where the version leaves it
+    /// implicit (v1).
+    pub fn state(&self, session: &SessionId, state: State) -> Option<Vec<u8>> {
+        match self.version() {
+            Version::V1 => {
+                let _ = (session, state);
+                None
+            }
+            #[cfg(feature = "v2")]
+            Version::V2 => super::v2::state_update(session, state).ok(),
+        }
+    }
+
+    /// The frame that acknowledges the accepted prompt `id` whose user message is `message`,
+    /// before its turn runs; `None` where the answer ends the turn instead (v1).
+    pub fn accepted(&self, id: &RequestId, message: &str) -> Option<Vec<u8>> {
+        match self.version() {
+            Version::V1 => {
+                let _ = (id, message);
+                None
+            }
+            #[cfg(feature = "v2")]
+            Version::V2 => Some(super::v2::prompt_answer(id, message)),
+        }
+    }
+
+    /// The frame that echoes the user's prompt (`blocks`, its message `message`) to the
+    /// client, in the turn; `None` where the client shows what it sent itself (v1).
+    pub fn user_message(
+        &self,
+        session: &SessionId,
+        message: &MessageId,
+        blocks: &[ContentBlock],
+    ) -> Option<Vec<u8>> {
+        match self.version() {
+            Version::V1 => {
+                let _ = (session, message, blocks);
+                None
+            }
+            #[cfg(feature = "v2")]
+            Version::V2 => super::v2::user_message(session, message, blocks).ok(),
+        }
+    }
+
+    /// The frame that tells the client a turn of `session` ended (`cancelled`: it was
+    /// cancelled, whatever its outcome), and the stop reason it tells (none: the turn failed).
+    pub fn turn_end(
+        &self,
+        session: &SessionId,
+        ending: Ending<'_>,
+        outcome: Result<StopReason>,
+        cancelled: bool,
+        usage: Option<Usage>,
+    ) -> (Vec<u8>, Option<StopReason>) {
+        match self.version() {
+            Version::V1 => {
+                let _ = session;
+                v1::prompt_answer(ending.id, outcome, cancelled, ending.meta, usage)
+            }
+            #[cfg(feature = "v2")]
+            Version::V2 => {
+                super::v2::idle(session, outcome, cancelled, &(ending.background)(), usage)
+            }
+        }
+    }
+
+    /// The frame that says the replay a reopening asked for is over, and the session's state
+    /// then (its running `background` terminals); none where the version says neither (v1).
+    pub fn replayed_to_end(
+        &self,
+        session: &SessionId,
+        replayed: bool,
+        background: &[String],
+    ) -> Vec<Vec<u8>> {
+        match self.version() {
+            Version::V1 => {
+                let _ = (session, replayed, background);
+                Vec::new()
+            }
+            #[cfg(feature = "v2")]
+            Version::V2 => replayed
+                .then(|| super::v2::replay_complete(session).ok())
+                .flatten()
+                .into_iter()
+                .chain(super::v2::idle_snapshot(session, background))
+                .collect(),
+        }
+    }
+
+    /// The answer to request `id`: its result, or its error.
+    pub fn answer<T: Serialize>(&self, id: &RequestId, result: Result<T>) -> Vec<u8> {
+        match self.version() {
+            Version::V1 => v1::answer(id, result),
+            #[cfg(feature = "v2")]
+            Version::V2 => {
+                let result =
+                    result.and_then(|value| Ok(super::v2::result(serde_json::to_value(value)?)));
+                v1::answer(id, result)
+            }
+        }
+    }
+
+    /// The request `id` to the client, of `method` with `params` (the runtime's, v1's).
+    pub fn request<P: Serialize>(&self, id: i64, method: &str, params: &P) -> Result<Vec<u8>> {
+        #[cfg(feature = "v2")]
+        if self.version() == Version::V2 && method == super::methods::REQUEST_PERMISSION {
+            let params = super::v2::permission_params(serde_json::to_value(params)?);
+            return Ok(jsonrpc::encode_request(id, method, &params)?);
+        }
+        Ok(jsonrpc::encode_request(id, method, params)?)
+    }
+
+    /// The error answer to request `id`.
+    pub fn error(&self, id: &RequestId, error: &Error) -> Vec<u8> {
+        jsonrpc::encode_error(id, &error.to_rpc())
+    }
+}
