@@ -18,6 +18,16 @@ pub(crate) const SESSION_RESUME: &str = AGENT_METHOD_NAMES.session_resume;
 pub(crate) const SESSION_DELETE: &str = AGENT_METHOD_NAMES.session_delete;
 pub(crate) const CANCEL_REQUEST: &str = PROTOCOL_LEVEL_METHOD_NAMES.cancel_request;
 
+// Answered by the agent, v2's own.
+#[cfg(feature = "v2")]
+pub(crate) const AUTH_LOGIN: &str = crate::schema::v2::AGENT_METHOD_NAMES.auth_login;
+#[cfg(feature = "v2")]
+pub(crate) const AUTH_LOGOUT: &str = crate::schema::v2::AGENT_METHOD_NAMES.auth_logout;
+#[cfg(feature = "v2")]
+pub(crate) const TOOL_CALL_CANCEL: &str = crate::schema::v2::AGENT_METHOD_NAMES.tool_call_cancel;
+#[cfg(feature = "v2")]
+pub(crate) const TERMINAL_CANCEL: &str = crate::schema::v2::AGENT_METHOD_NAMES.terminal_cancel;
+
 /// The methods a Streamable HTTP client must name the session of (`Acp-Session-Id`), as the
 /// transport RFD and the SDKs do: the stable ones, and two unstable ones the schema crate
 /// names only behind features we do not turn on (`session/fork`, `session/set_model`).

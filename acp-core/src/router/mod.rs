@@ -61,10 +61,55 @@ pub(crate) enum Handler<A> {
     Spawned(SpawnFn<A>),
 }
 
+/// What a method is called in each protocol version (schema-crate constants); none in a
+/// version that does not have it.
+#[derive(Clone, Copy)]
+pub(crate) struct Names {
+    v1: Option<&'static str>,
+    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
+    v2: Option<&'static str>,
+}
+
+impl Names {
+    /// A method of v1 only.
+    pub const fn v1(name: &'static str) -> Self {
+        Names {
+            v1: Some(name),
+            v2: None,
+        }
+    }
+
+    /// A method of v2 only.
+    #[cfg(feature = "v2")]
+    pub const fn v2(name: &'static str) -> Self {
+        Names {
+            v1: None,
+            v2: Some(name),
+        }
+    }
+
+    /// A method both versions call `name`.
+    pub const fn both(name: &'static str) -> Self {
+        Names {
+            v1: Some(name),
+            v2: Some(name),
+        }
+    }
+
+    /// Its name in `version`.
+    pub fn of(&self, version: crate::protocol::Version) -> Option<&'static str> {
+        match version {
+            crate::protocol::Version::V1 => self.v1,
+            #[cfg(feature = "v2")]
+            crate::protocol::Version::V2 => self.v2,
+        }
+    }
+}
+
 /// One entry of the method table.
 pub(crate) struct Route<A> {
-    /// The method, a schema-crate constant.
-    pub method: &'static str,
+    /// The method's names.
+    pub names: Names,
     /// Whether this connection answers the method (e.g. the agent advertises the capability,
     /// or sessions are recorded).
     pub gate: fn(&Router<A>) -> bool,
@@ -92,9 +137,6 @@ pub(crate) struct Router<A> {
     /// Running turns by the id of their `session/prompt`, for `$/cancel_request`.
     pub prompts: Arc<Mutex<HashMap<RequestId, Arc<Turn>>>>,
     routes: Vec<Route<A>>,
-    /// The table of a connection that negotiated protocol v2.
-    #[cfg(feature = "v2")]
-    routes_v2: Vec<Route<A>>,
     notifications: Vec<NotificationRoute<A>>,
     /// The agent's modes and config options (also on the connection, for sessions).
     pub settings: Arc<Settings>,
@@ -108,8 +150,6 @@ impl<A: Agent> Router<A> {
             tasks: TaskTracker::new(),
             prompts: Arc::default(),
             routes: routes::requests(),
-            #[cfg(feature = "v2")]
-            routes_v2: v2::requests(),
             notifications: routes::notifications(),
             settings,
         }
@@ -179,12 +219,9 @@ impl<A: Agent> Dispatch for Router<A> {
         admission: Admission,
     ) {
         let peer = &self.conn.peer;
-        let table = match self.conn.codec.version() {
-            crate::protocol::Version::V1 => &self.routes,
-            #[cfg(feature = "v2")]
-            crate::protocol::Version::V2 => &self.routes_v2,
-        };
-        let route = table.iter().find(|r| r.method == method && (r.gate)(self));
+        let version = self.conn.codec.version();
+        let route =
+            (self.routes.iter()).find(|r| r.names.of(version) == Some(method) && (r.gate)(self));
         let target = match route {
             Some(route) => Target::Route(route),
             None => match self.agent.ext_methods().iter().find(|m| **m == method) {

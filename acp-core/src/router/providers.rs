@@ -27,17 +27,17 @@ pub(super) fn configurable<A: Agent>(r: &Router<A>) -> bool {
 pub(super) fn requests<A: Agent>() -> [Route<A>; 3] {
     [
         Route {
-            method: AGENT_METHOD_NAMES.providers_list,
+            names: super::Names::both(AGENT_METHOD_NAMES.providers_list),
             gate: configurable,
             handler: super::Handler::Inline(list),
         },
         Route {
-            method: AGENT_METHOD_NAMES.providers_set,
+            names: super::Names::both(AGENT_METHOD_NAMES.providers_set),
             gate: configurable,
             handler: super::Handler::Inline(set),
         },
         Route {
-            method: AGENT_METHOD_NAMES.providers_disable,
+            names: super::Names::both(AGENT_METHOD_NAMES.providers_disable),
             gate: configurable,
             handler: super::Handler::Inline(disable),
         },

@@ -1,13 +1,13 @@
-//! The method table: one entry per method the runtime answers or handles, with its gate.
-//! Adding a protocol method is one entry here (plus one in the macro's table of recognised
-//! methods, when the author implements it). Also `initialize`, whose answer is everything the
+//! The method table: one entry per method the runtime answers or handles, with its name in
+//! each protocol version, its gate and its handler. Adding a protocol method is one entry
+//! here (plus one in the macro's table of recognised methods, when the author implements it). Also `initialize`, whose answer is everything the
 //! agent and the runtime advertise, and the answer helper the handlers share.
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tracing::debug;
 
-use super::{Handler, NotificationRoute, Route, Router, auth, params, prompt, sessions};
+use super::{Handler, Names, NotificationRoute, Route, Router, auth, params, prompt, sessions};
 use crate::Result;
 use crate::agent::Agent;
 use crate::jsonrpc;
@@ -32,71 +32,137 @@ pub(super) fn has_auth<A: Agent>(r: &Router<A>) -> bool {
     !r.agent.auth_methods().is_empty()
 }
 
-/// The requests the runtime answers (extension methods are routed apart: see `ext`).
+/// The requests the runtime answers (extension methods are routed apart: see `ext`): every
+/// method of every version, once. A row names the method in each version that has it (the
+/// same handler and gate serve both); a method whose versions differ in what it does has a
+/// row per version.
 pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
     #[cfg(feature = "llm-providers")]
     let [providers_list, providers_set, providers_disable] = super::providers::requests();
     vec![
         Route {
-            method: methods::INITIALIZE,
+            names: Names::both(methods::INITIALIZE),
             gate: always,
             handler: Handler::Inline(initialize),
         },
         Route {
-            method: methods::AUTHENTICATE,
+            names: Names::v1(methods::AUTHENTICATE),
             gate: has_auth,
             handler: Handler::Spawned(auth::authenticate),
         },
         Route {
-            method: methods::LOGOUT,
+            names: Names::v1(methods::LOGOUT),
             gate: |r: &Router<A>| r.agent.capabilities().auth.logout.is_some(),
             handler: Handler::Spawned(auth::logout),
         },
         Route {
-            method: methods::SESSION_NEW,
+            names: Names::v1(methods::SESSION_NEW),
             gate: always,
             handler: Handler::Spawned(sessions::new_session),
         },
         Route {
-            method: methods::SESSION_LOAD,
+            names: Names::v1(methods::SESSION_LOAD),
             gate: |r: &Router<A>| recorded(r) || r.agent.capabilities().load_session,
             handler: Handler::Spawned(sessions::load_session),
         },
         Route {
-            method: methods::SESSION_RESUME,
+            names: Names::v1(methods::SESSION_RESUME),
             gate: recorded,
             handler: Handler::Spawned(super::history::resume),
         },
         Route {
-            method: methods::SESSION_LIST,
+            names: Names::v1(methods::SESSION_LIST),
             gate: recorded,
             handler: Handler::Spawned(super::history::list),
         },
         Route {
-            method: methods::SESSION_DELETE,
+            names: Names::both(methods::SESSION_DELETE),
             gate: recorded,
             handler: Handler::Spawned(super::history::delete),
         },
         Route {
-            method: methods::SESSION_PROMPT,
+            names: Names::v1(methods::SESSION_PROMPT),
             gate: always,
             handler: Handler::Spawned(prompt::prompt),
         },
         Route {
-            method: methods::SESSION_CLOSE,
+            names: Names::v1(methods::SESSION_CLOSE),
             gate: always,
             handler: Handler::Inline(sessions::close_session),
         },
         Route {
-            method: methods::SESSION_SET_MODE,
+            names: Names::v1(methods::SESSION_SET_MODE),
             gate: |r: &Router<A>| r.settings.has_modes(),
             handler: Handler::Spawned(sessions::set_mode),
         },
         Route {
-            method: methods::SESSION_SET_CONFIG_OPTION,
+            names: Names::v1(methods::SESSION_SET_CONFIG_OPTION),
             gate: |r: &Router<A>| !r.settings.is_empty(),
             handler: Handler::Spawned(sessions::set_config_option),
         },
+        // What v2 does its own way (see `v2`).
+        #[cfg(feature = "v2")]
+        Route {
+            names: Names::v2(methods::AUTH_LOGIN),
+            gate: has_auth,
+            handler: Handler::Spawned(super::v2::login),
+        },
+        #[cfg(feature = "v2")]
+        Route {
+            names: Names::v2(methods::AUTH_LOGOUT),
+            gate: has_auth,
+            handler: Handler::Spawned(super::v2::logout),
+        },
+        #[cfg(feature = "v2")]
+        Route {
+            names: Names::v2(methods::SESSION_NEW),
+            gate: always,
+            handler: Handler::Spawned(super::v2::new_session),
+        },
+        // Baseline in v2: without a store no session is kept, so none is listed or resumed.
+        #[cfg(feature = "v2")]
+        Route {
+            names: Names::v2(methods::SESSION_RESUME),
+            gate: always,
+            handler: Handler::Spawned(super::v2::resume),
+        },
+        #[cfg(feature = "v2")]
+        Route {
+            names: Names::v2(methods::SESSION_LIST),
+            gate: always,
+            handler: Handler::Spawned(super::v2::list),
+        },
+        #[cfg(feature = "v2")]
+        Route {
+            names: Names::v2(methods::SESSION_PROMPT),
+            gate: always,
+            handler: Handler::Spawned(super::v2::prompt),
+        },
+        #[cfg(feature = "v2")]
+        Route {
+            names: Names::v2(methods::SESSION_CLOSE),
+            gate: always,
+            handler: Handler::Spawned(super::v2::close),
+        },
+        #[cfg(feature = "v2")]
+        Route {
+            names: Names::v2(methods::SESSION_SET_CONFIG_OPTION),
+            gate: |r: &Router<A>| !r.settings.is_empty(),
+            handler: Handler::Spawned(super::v2::set_config_option),
+        },
+        #[cfg(feature = "v2")]
+        Route {
+            names: Names::v2(methods::TOOL_CALL_CANCEL),
+            gate: always,
+            handler: Handler::Inline(super::v2::tool_call_cancel),
+        },
+        #[cfg(feature = "v2")]
+        Route {
+            names: Names::v2(methods::TERMINAL_CANCEL),
+            gate: always,
+            handler: Handler::Inline(super::v2::terminal_cancel),
+        },
+        // The same methods, params and answers in both versions.
         #[cfg(feature = "llm-providers")]
         providers_list,
         #[cfg(feature = "llm-providers")]
@@ -153,9 +219,10 @@ fn initialize<A: Agent>(
     let asked: Asked = params(methods::INITIALIZE, raw)?;
     // A connection speaks the version its first `initialize` chose.
     #[cfg(feature = "v2")]
-    if asked.protocol_version >= ProtocolVersion::V2
-        && r.conn.codec.negotiated() != Some(crate::protocol::Version::V1)
-    {
+    if match r.conn.codec.negotiated() {
+        None => asked.protocol_version >= ProtocolVersion::V2,
+        Some(version) => version == crate::protocol::Version::V2,
+    } {
         return super::v2::initialize(r, id, raw);
     }
     // Anything else (v1, or the pre-release 0) is answered with v1.

@@ -1,4 +1,4 @@
-//! The method table of a connection that negotiated protocol v2, and what only v2 has: its
+//! The handlers of the method table's v2 rows, what only v2 has or does its own way: its
 //! `initialize` answer, the prompt lifecycle (a prompt answered once accepted, queued behind
 //! the running turn, its turn told by `state_update`s), `session/resume` with `replayFrom`,
 //! `session/close` that ends the running turn first, and `auth/login` / `auth/logout`.
@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use tracing::debug;
 
 use super::queue::{self, PromptQueue};
-use super::routes::{always, answer, has_auth, offered_auth_methods, recorded};
-use super::{Handler, Route, Router, auth, history, params, sessions};
+use super::routes::{answer, offered_auth_methods};
+use super::{Router, auth, history, params, sessions};
 use crate::agent::Agent;
 use crate::jsonrpc;
 use crate::mcp;
@@ -23,86 +23,6 @@ use crate::protocol::{Version, methods, v2};
 use crate::schema::v2 as v2s;
 use crate::schema::{self, ErrorCode, ProtocolVersion, RequestId};
 use crate::session::SessionState;
-
-/// v2's method names that v1 spells differently.
-const AUTH_LOGIN: &str = "auth/login";
-const AUTH_LOGOUT: &str = "auth/logout";
-
-/// The requests a v2 connection answers.
-pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
-    #[cfg(feature = "llm-providers")]
-    let [providers_list, providers_set, providers_disable] = super::providers::requests();
-    vec![
-        Route {
-            method: methods::INITIALIZE,
-            gate: always,
-            handler: Handler::Inline(initialize),
-        },
-        Route {
-            method: AUTH_LOGIN,
-            gate: has_auth,
-            handler: Handler::Spawned(login),
-        },
-        Route {
-            method: AUTH_LOGOUT,
-            gate: has_auth,
-            handler: Handler::Spawned(logout),
-        },
-        Route {
-            method: methods::SESSION_NEW,
-            gate: always,
-            handler: Handler::Spawned(new_session),
-        },
-        // Baseline in v2: without a store no session is kept, so none is listed or resumed.
-        Route {
-            method: methods::SESSION_RESUME,
-            gate: always,
-            handler: Handler::Spawned(resume),
-        },
-        Route {
-            method: methods::SESSION_LIST,
-            gate: always,
-            handler: Handler::Spawned(list),
-        },
-        Route {
-            method: methods::SESSION_DELETE,
-            gate: recorded,
-            handler: Handler::Spawned(history::delete),
-        },
-        Route {
-            method: methods::SESSION_PROMPT,
-            gate: always,
-            handler: Handler::Spawned(prompt),
-        },
-        Route {
-            method: methods::SESSION_CLOSE,
-            gate: always,
-            handler: Handler::Spawned(close),
-        },
-        Route {
-            method: methods::SESSION_SET_CONFIG_OPTION,
-            gate: |r: &Router<A>| !r.settings.is_empty(),
-            handler: Handler::Spawned(set_config_option),
-        },
-        Route {
-            method: schema::v2::AGENT_METHOD_NAMES.tool_call_cancel,
-            gate: always,
-            handler: Handler::Inline(tool_call_cancel),
-        },
-        Route {
-            method: schema::v2::AGENT_METHOD_NAMES.terminal_cancel,
-            gate: always,
-            handler: Handler::Inline(terminal_cancel),
-        },
-        // The same methods, params and answers as in v1.
-        #[cfg(feature = "llm-providers")]
-        providers_list,
-        #[cfg(feature = "llm-providers")]
-        providers_set,
-        #[cfg(feature = "llm-providers")]
-        providers_disable,
-    ]
-}
 
 /// What `tool_call/cancel` and `terminal/cancel` name.
 #[derive(serde::Deserialize)]
@@ -129,12 +49,12 @@ fn target<A: Agent>(
 /// `tool_call/cancel`: no tool call of ours advertises `capabilities.cancel` (a tool call
 /// ends with its turn: `session/cancel`), so it is `-32602`, as v2 says for one that is not
 /// cancellable.
-fn tool_call_cancel<A: Agent>(
+pub(super) fn tool_call_cancel<A: Agent>(
     r: &Router<A>,
     _id: &RequestId,
     raw: Option<&RawValue>,
 ) -> Result<Vec<u8>, schema::Error> {
-    let (target, _) = target(r, "tool_call/cancel", raw)?;
+    let (target, _) = target(r, methods::TOOL_CALL_CANCEL, raw)?;
     let id = target.tool_call_id.unwrap_or_default();
     Err(crate::Error::InvalidParams(format!(
         "tool call `{id}` is not cancellable (it does not advertise `capabilities.cancel`); \
@@ -147,12 +67,12 @@ fn tool_call_cancel<A: Agent>(
 /// `capabilities.cancel`), its whole process group, gently first, without touching the turn;
 /// its `terminal_update` with the exit status follows. A terminal that is unknown or no
 /// longer runs is `-32602`, as v2 says.
-fn terminal_cancel<A: Agent>(
+pub(super) fn terminal_cancel<A: Agent>(
     r: &Router<A>,
     id: &RequestId,
     raw: Option<&RawValue>,
 ) -> Result<Vec<u8>, schema::Error> {
-    let (target, state) = target(r, "terminal/cancel", raw)?;
+    let (target, state) = target(r, methods::TERMINAL_CANCEL, raw)?;
     let wanted = target.terminal_id.unwrap_or_default();
     let Some(terminal) = queue::running_terminals(&state)
         .into_iter()
@@ -260,23 +180,23 @@ fn initialize_response<A: Agent>(r: &Router<A>) -> v2s::InitializeResponse {
         .auth_methods(auth_methods)
 }
 
-fn login<A: Agent>(
+pub(super) fn login<A: Agent>(
     r: &Router<A>,
     id: RequestId,
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
-    auth::authenticate(r, id, Some(&v1_params(AUTH_LOGIN, raw)?))
+    auth::authenticate(r, id, Some(&v1_params(methods::AUTH_LOGIN, raw)?))
 }
 
-fn logout<A: Agent>(
+pub(super) fn logout<A: Agent>(
     r: &Router<A>,
     id: RequestId,
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
-    auth::logout(r, id, Some(&v1_params(AUTH_LOGOUT, raw)?))
+    auth::logout(r, id, Some(&v1_params(methods::AUTH_LOGOUT, raw)?))
 }
 
-fn new_session<A: Agent>(
+pub(super) fn new_session<A: Agent>(
     r: &Router<A>,
     id: RequestId,
     raw: Option<&RawValue>,
@@ -284,7 +204,7 @@ fn new_session<A: Agent>(
     sessions::new_session(r, id, Some(&v1_params(methods::SESSION_NEW, raw)?))
 }
 
-fn set_config_option<A: Agent>(
+pub(super) fn set_config_option<A: Agent>(
     r: &Router<A>,
     id: RequestId,
     raw: Option<&RawValue>,
@@ -294,7 +214,7 @@ fn set_config_option<A: Agent>(
 }
 
 /// `session/list`: the store's sessions; none without a store.
-fn list<A: Agent>(
+pub(super) fn list<A: Agent>(
     r: &Router<A>,
     id: RequestId,
     raw: Option<&RawValue>,
@@ -316,7 +236,7 @@ fn list<A: Agent>(
 
 /// `session/resume`: with `replayFrom` the whole conversation is replayed (v1's `session/load`),
 /// then `replay_complete`; without, none.
-fn resume<A: Agent>(
+pub(super) fn resume<A: Agent>(
     r: &Router<A>,
     id: RequestId,
     raw: Option<&RawValue>,
@@ -363,7 +283,7 @@ fn resume<A: Agent>(
 
 /// `session/close`: a running turn ends (`idle`, `cancelled`) and prompts waiting are refused
 /// before the answer.
-fn close<A: Agent>(
+pub(super) fn close<A: Agent>(
     r: &Router<A>,
     id: RequestId,
     raw: Option<&RawValue>,
@@ -383,7 +303,7 @@ fn close<A: Agent>(
 
 /// A v2 `session/prompt`: its idempotency key taken apart, then the one prompt driver
 /// ([`start`](super::prompt::start)), which queues it behind the session's running turn.
-fn prompt<A: Agent>(
+pub(super) fn prompt<A: Agent>(
     r: &Router<A>,
     id: RequestId,
     raw: Option<&RawValue>,
