@@ -12,3 +12,10 @@ pub use crate::tools::spec::{
     ALLOW_ALWAYS, ALLOW_ONCE, Param, REJECT_ALWAYS, REJECT_ONCE, ToolInput, ToolSpec,
 };
 pub use crate::tools::title::render_title;
+
+/// Every method name the runtime's method table answers, in any protocol version this build
+/// speaks (with the features it was built with): what the macros' table of recognised methods
+/// is checked against.
+pub fn answered_methods() -> Vec<&'static str> {
+    crate::router::method_names()
+}

@@ -34,6 +34,10 @@ pub(crate) struct Method {
     /// reads it).
     #[cfg_attr(not(test), allow(dead_code))]
     pub doc: &'static str,
+    /// The protocol methods (as each version names them) whose handling calls it: checked
+    /// against the runtime's method table by a test, so that the two tables cannot drift.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub serves: &'static [&'static str],
 }
 
 /// The methods `#[acp::agent]` recognises by name, in the order of the facade's doc table.
@@ -47,6 +51,7 @@ pub(crate) const METHODS: &[Method] = &[
         forwards_to: "prompt",
         needs: None,
         doc: "one prompt turn ([`Agent::prompt`]); required",
+        serves: &["session/prompt"],
     },
     Method {
         name: "new_session",
@@ -57,6 +62,7 @@ pub(crate) const METHODS: &[Method] = &[
         forwards_to: "new_session",
         needs: None,
         doc: "extra slash commands and the answer's `_meta` for a new session (modes and options are declared)",
+        serves: &["session/new"],
     },
     Method {
         name: "load_session",
@@ -67,6 +73,7 @@ pub(crate) const METHODS: &[Method] = &[
         forwards_to: "load_session",
         needs: None,
         doc: "the setup of a reopened session, not its history: with sessions recorded (the default) the runtime answers `session/load` (replaying the conversation) and `session/resume` itself, then calls this instead of `new_session`, so do not replay here; without a store ([`Server::no_store`], [`serve`]) it is all of `session/load`: replay through `cx`, then return; advertises `loadSession`",
+        serves: &["session/load"],
     },
     Method {
         name: "auth_methods",
@@ -77,6 +84,7 @@ pub(crate) const METHODS: &[Method] = &[
         forwards_to: "auth_methods",
         needs: Some("authenticate"),
         doc: "the authentication methods advertised in `initialize` (terminal ones only to clients with `auth.terminal`); needs `authenticate`",
+        serves: &["initialize"],
     },
     Method {
         name: "authenticate",
@@ -87,6 +95,7 @@ pub(crate) const METHODS: &[Method] = &[
         forwards_to: "authenticate",
         needs: Some("auth_methods"),
         doc: "the `authenticate` request, for one of the advertised methods of type `agent`; needs `auth_methods`",
+        serves: &["authenticate", "auth/login"],
     },
     Method {
         name: "authenticated",
@@ -97,6 +106,7 @@ pub(crate) const METHODS: &[Method] = &[
         forwards_to: "authenticated",
         needs: Some("auth_methods"),
         doc: "whether the user is authenticated: `false` answers `session/new`, `load`, `resume`, `list` and `delete` with `-32000 Authentication required`; needs `auth_methods`",
+        serves: &["session/new", "session/load", "session/resume"],
     },
     Method {
         name: "logout",
@@ -107,6 +117,7 @@ pub(crate) const METHODS: &[Method] = &[
         forwards_to: "logout",
         needs: Some("auth_methods"),
         doc: "the `logout` request; advertises `auth.logout`; needs `auth_methods`",
+        serves: &["logout", "auth/logout"],
     },
 ];
 
@@ -303,6 +314,21 @@ mod tests {
     use quote::quote;
 
     use super::*;
+
+    #[test]
+    fn every_protocol_method_a_recognised_method_serves_is_in_the_runtime_s_method_table() {
+        let answered = acp_core::__private::answered_methods();
+        for method in METHODS {
+            for served in method.serves {
+                assert!(
+                    answered.contains(served),
+                    "`{}` serves `{served}`, which the runtime's method table does not answer \
+                     (it answers {answered:?})",
+                    method.name,
+                );
+            }
+        }
+    }
 
     /// The rows of the "Methods it recognises" table in the facade's docs.
     fn doc_rows() -> Vec<(String, String, String)> {

@@ -66,6 +66,8 @@
 //! `ACP_BENCH_ONLY=concurrent,startup` (any of `stream`, `permission`, `cancel`,
 //! `concurrent`, `startup`, `network`, `llm`, comma-separated) runs only those workloads; all run by default.
 //! Set `ACP_BENCH_NO_TS=1` or `ACP_BENCH_NO_RUST_SDK=1` to leave a column out, and
+//! `ACP_BENCH_BEFORE=<path>` adds another build of the bench agent (an older commit's) as
+//! the columns "before" and "before, v2", measured in the same rounds as ours;
 //! `ACP_BENCH_OURS=<path>` to measure another build of the bench agent as "ours" (an older
 //! commit's, for a before/after comparison in the same conditions).
 //!
@@ -231,6 +233,13 @@ fn main() {
             eprintln!("throughput: cannot build examples/bench.rs: {e}");
             std::process::exit(1);
         }
+    }
+    // Another build of the bench agent measured in the same rounds (an older commit, built
+    // beside this one): before/after tables without a run in between.
+    if let Some(before) = std::env::var_os("ACP_BENCH_BEFORE") {
+        agents.push(Impl::new("before", Command::new(&before)));
+        #[cfg(feature = "v2")]
+        agents.push(Impl::new("before, v2", Command::new(&before)).over_v2());
     }
     if others {
         if skipped("ACP_BENCH_NO_TS") {

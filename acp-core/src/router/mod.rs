@@ -264,6 +264,38 @@ impl<A: Agent> Dispatch for Router<A> {
     }
 }
 
+/// Every name of the method table's requests and notifications, in every version this build
+/// speaks.
+pub(crate) fn method_names() -> Vec<&'static str> {
+    /// An agent for reading the table (its handlers are never called).
+    struct Reader;
+    impl Agent for Reader {
+        async fn prompt(
+            &self,
+            _: &crate::Session,
+            _: crate::agent::Prompt,
+        ) -> Result<schema::StopReason> {
+            Ok(schema::StopReason::EndTurn)
+        }
+    }
+    let versions = [
+        crate::protocol::Version::V1,
+        #[cfg(feature = "v2")]
+        crate::protocol::Version::V2,
+    ];
+    let requests = routes::requests::<Reader>().into_iter().map(|r| r.names);
+    let notifications = routes::notifications::<Reader>()
+        .into_iter()
+        .map(|n| n.method);
+    let mut names: Vec<&'static str> = requests
+        .flat_map(|names| versions.iter().filter_map(move |v| names.of(*v)))
+        .chain(notifications)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 /// Parses a request's params, or the `-32602` error naming the field.
 fn params<T: serde::de::DeserializeOwned>(
     method: &str,
