@@ -7,8 +7,7 @@ use std::sync::atomic::Ordering;
 use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
 
-use super::routes::{answer, offered_auth_methods};
-use super::{Router, params};
+use super::{Router, answer, params};
 use crate::agent::Agent;
 use crate::protocol::methods;
 use crate::schema::{self, AuthMethod, RequestId};
@@ -72,4 +71,15 @@ pub(super) fn logout<A: Agent>(
             result.map(|()| schema::LogoutResponse::new().meta(request.take_answer_meta()));
         answer(&conn, &id, result).await;
     }))
+}
+
+/// The authentication methods offered to a client with these capabilities: `terminal` ones
+/// only to clients that can run them (`auth.terminal`).
+pub(super) fn offered_auth_methods(
+    all: Vec<AuthMethod>,
+    client: &schema::ClientCapabilities,
+) -> Vec<AuthMethod> {
+    all.into_iter()
+        .filter(|m| !matches!(m, AuthMethod::Terminal(_)) || client.auth.terminal)
+        .collect()
 }

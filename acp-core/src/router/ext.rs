@@ -5,8 +5,7 @@
 use serde_json::value::RawValue;
 use tracing::{Instrument, debug, debug_span, warn};
 
-use super::Router;
-use super::routes::answer;
+use super::{Router, answer};
 use crate::agent::Agent;
 use crate::peer::Admission;
 use crate::schema::{Meta, RequestId};

@@ -7,20 +7,18 @@ use std::sync::atomic::Ordering;
 
 use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
-use tracing::{debug, warn};
+use tracing::debug;
 
-use super::routes::answer;
-use super::sessions::{authenticated, connect_mcp, open_session};
-use super::{Router, owner, params};
+use super::open::{authenticated, connect_mcp, open_session};
+use super::{Router, answer, owner, params};
 use crate::agent::{Agent, SessionSetup};
 use crate::peer::Frame;
 use crate::protocol::methods;
-use crate::schema::{self, ContentBlock, MessageId, Meta, RequestId, SessionId};
+use crate::schema::{self, Meta, RequestId, SessionId};
 use crate::session::config::STORE_KEY;
 use crate::session::roots::Roots;
-use crate::session::{Connection, Request, Session, SessionState, user_chunk};
+use crate::session::{Request, Session, SessionState};
 use crate::store::{ListFilter, Record, SessionStore, StoredSession};
-use crate::turn::Turn;
 use crate::{Error, Result};
 
 /// Sessions per `session/list` page.
@@ -33,70 +31,6 @@ impl<A: Agent> Router<A> {
     /// The session store, if sessions are recorded.
     pub(crate) fn store(&self) -> Option<&Arc<dyn SessionStore>> {
         self.conn.peer.journal.store()
-    }
-}
-
-/// What the store keeps of a session besides its records (timestamps are the store's).
-fn stored(state: &SessionState) -> StoredSession {
-    StoredSession {
-        id: state.id.clone(),
-        cwd: state.roots.cwd.clone(),
-        additional_directories: state.roots.additional.clone(),
-        title: None,
-        updated_at: String::new(),
-        created_at: String::new(),
-        owner: state.conn.user.clone(),
-    }
-}
-
-/// Saves a new (or reopened) session's metadata; a failure is logged, the session goes on.
-pub(super) async fn save(conn: &Connection, state: &SessionState, title: Option<String>) {
-    if let Some(store) = conn.peer.journal.store() {
-        let mut session = stored(state);
-        session.title = title;
-        if let Err(e) = store.save_session(&session).await {
-            warn!(session = %state.id, "could not save the session in the store: {e}");
-        }
-    }
-}
-
-/// Records the user's prompt as `user_message_chunk`s of its message `message`, before the
-/// turn runs (so before any of its updates), and echoes it to the client where the version does
-/// (v2's `user_message`, a frame of the turn that carries the records). Otherwise the records
-/// go in a frame that only records, committed with the writer's next batch like every update;
-/// when the output queue is full (a client not reading), straight into the store instead: a v1
-/// turn never waits behind the client to start.
-pub(super) async fn record_prompt(
-    state: &SessionState,
-    turn: &Turn,
-    blocks: &[ContentBlock],
-    message: &MessageId,
-) {
-    let conn = &state.conn;
-    let journal = &conn.peer.journal;
-    let echo = conn.codec.user_message(&state.id, message, blocks);
-    let records: Vec<Record> = match journal.is_recording() {
-        true => blocks
-            .iter()
-            .filter_map(|block| Record::update(&user_chunk(block.clone(), message)).ok())
-            .collect(),
-        false => Vec::new(),
-    };
-    let recorded = journal.records_only(&state.id, &records);
-    if let Some(bytes) = echo {
-        let mut frame = recorded.unwrap_or_else(|| Frame::new(Vec::new(), None));
-        frame.bytes = bytes;
-        frame.sequence = Some(turn.sequence.clone());
-        let _ = conn.peer.send(frame).await;
-        return;
-    }
-    let (Some(frame), Some(store)) = (recorded, journal.store()) else {
-        return;
-    };
-    if conn.peer.try_queue(frame).is_err()
-        && let Err(e) = store.append(&state.id, &records).await
-    {
-        warn!(session = %state.id, "could not record the prompt: {e}");
     }
 }
 

@@ -8,6 +8,7 @@ mod auth;
 mod ext;
 mod history;
 mod lease;
+mod open;
 mod owner;
 mod prompt;
 #[cfg(feature = "llm-providers")]
@@ -294,6 +295,16 @@ pub(crate) fn method_names() -> Vec<&'static str> {
     names.sort_unstable();
     names.dedup();
     names
+}
+
+/// Queues the answer to request `id`, written in the connection's version.
+pub(super) async fn answer<T: serde::Serialize>(
+    conn: &Connection,
+    id: &RequestId,
+    result: Result<T>,
+) {
+    let bytes = conn.codec.answer(id, result);
+    let _ = conn.peer.send(Frame::new(bytes, None)).await;
 }
 
 /// Parses a request's params, or the `-32602` error naming the field.

@@ -9,17 +9,18 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
-use tracing::{Instrument, debug, debug_span};
+use tracing::{Instrument, debug, debug_span, warn};
 
 use tokio_util::sync::CancellationToken;
 
 use super::queue::{self, PromptQueue};
-use super::{Router, history, params};
+use super::{Router, params};
 use crate::agent::{Agent, Prompt};
 use crate::peer::Frame;
 use crate::protocol::{self, Ending, methods};
-use crate::schema::{self, ErrorCode, RequestId};
-use crate::session::{Request, Session, SessionState};
+use crate::schema::{self, ContentBlock, ErrorCode, MessageId, RequestId};
+use crate::session::{Request, Session, SessionState, user_chunk};
+use crate::store::Record;
 use crate::sync::lock;
 use crate::turn::{self, Turn};
 
@@ -134,7 +135,7 @@ pub(super) fn start<A: Agent>(
             if let Some(bytes) = conn.codec.accepted(&id, &message.0) {
                 let _ = conn.peer.send(Frame::new(bytes, None)).await;
             }
-            history::record_prompt(&state, &turn, &blocks, &message).await;
+            record_prompt(&state, &turn, &blocks, &message).await;
             if let Some(bytes) = conn.codec.state(&state.id, protocol::State::Running) {
                 let _ = conn
                     .peer
@@ -204,6 +205,46 @@ async fn wait_for_turn(
         }
         () = conn.peer.turns.cancelled() => None,
         slot = queue.turn.clone().lock_owned() => Some(slot),
+    }
+}
+
+/// Records the user's prompt as `user_message_chunk`s of its message `message`, before the
+/// turn runs (so before any of its updates), and echoes it to the client where the version does
+/// (v2's `user_message`, a frame of the turn that carries the records). Otherwise the records
+/// go in a frame that only records, committed with the writer's next batch like every update;
+/// when the output queue is full (a client not reading), straight into the store instead: a v1
+/// turn never waits behind the client to start.
+pub(super) async fn record_prompt(
+    state: &SessionState,
+    turn: &Turn,
+    blocks: &[ContentBlock],
+    message: &MessageId,
+) {
+    let conn = &state.conn;
+    let journal = &conn.peer.journal;
+    let echo = conn.codec.user_message(&state.id, message, blocks);
+    let records: Vec<Record> = match journal.is_recording() {
+        true => blocks
+            .iter()
+            .filter_map(|block| Record::update(&user_chunk(block.clone(), message)).ok())
+            .collect(),
+        false => Vec::new(),
+    };
+    let recorded = journal.records_only(&state.id, &records);
+    if let Some(bytes) = echo {
+        let mut frame = recorded.unwrap_or_else(|| Frame::new(Vec::new(), None));
+        frame.bytes = bytes;
+        frame.sequence = Some(turn.sequence.clone());
+        let _ = conn.peer.send(frame).await;
+        return;
+    }
+    let (Some(frame), Some(store)) = (recorded, journal.store()) else {
+        return;
+    };
+    if conn.peer.try_queue(frame).is_err()
+        && let Err(e) = store.append(&state.id, &records).await
+    {
+        warn!(session = %state.id, "could not record the prompt: {e}");
     }
 }
 

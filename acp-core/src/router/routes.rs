@@ -3,7 +3,6 @@
 //! here (plus one in the macro's table of recognised methods, when the author implements it). Also `initialize`, whose answer is everything the
 //! agent and the runtime advertise, and the answer helper the handlers share.
 
-use serde::Serialize;
 use serde_json::value::RawValue;
 use tracing::debug;
 
@@ -12,10 +11,8 @@ use crate::Result;
 use crate::agent::Agent;
 use crate::jsonrpc;
 use crate::mcp;
-use crate::peer::Frame;
 use crate::protocol::methods;
-use crate::schema::{self, AuthMethod, ProtocolVersion, RequestId};
-use crate::session::Connection;
+use crate::schema::{self, ProtocolVersion, RequestId};
 
 /// A gate every connection passes.
 pub(super) fn always<A>(_: &Router<A>) -> bool {
@@ -187,23 +184,6 @@ pub(super) fn notifications<A: Agent>() -> Vec<NotificationRoute<A>> {
     ]
 }
 
-/// Queues the answer to request `id`, written in the connection's version.
-pub(super) async fn answer<T: Serialize>(conn: &Connection, id: &RequestId, result: Result<T>) {
-    let bytes = conn.codec.answer(id, result);
-    let _ = conn.peer.send(Frame::new(bytes, None)).await;
-}
-
-/// The authentication methods offered to a client with these capabilities: `terminal` ones
-/// only to clients that can run them (`auth.terminal`).
-pub(super) fn offered_auth_methods(
-    all: Vec<AuthMethod>,
-    client: &schema::ClientCapabilities,
-) -> Vec<AuthMethod> {
-    all.into_iter()
-        .filter(|m| !matches!(m, AuthMethod::Terminal(_)) || client.auth.terminal)
-        .collect()
-}
-
 fn initialize<A: Agent>(
     r: &Router<A>,
     id: &RequestId,
@@ -256,7 +236,8 @@ fn initialize<A: Agent>(
         sessions.resume = Some(schema::SessionResumeCapabilities::new());
         sessions.delete = Some(schema::SessionDeleteCapabilities::new());
     }
-    let auth_methods = offered_auth_methods(r.agent.auth_methods(), r.conn.client_capabilities());
+    let auth_methods =
+        auth::offered_auth_methods(r.agent.auth_methods(), r.conn.client_capabilities());
     let response = schema::InitializeResponse::new(version)
         .agent_capabilities(capabilities)
         .auth_methods(auth_methods)

@@ -4,7 +4,7 @@
 //! `session/close` that ends the running turn first, and `auth/login` / `auth/logout`.
 //!
 //! The other methods are v1's handlers: [`v1_params`] gives them their params in the v1 shape,
-//! and `routes::answer` writes their answers in v2's.
+//! and the codec writes their answers in v2's.
 
 use std::sync::Arc;
 
@@ -14,8 +14,7 @@ use serde_json::{Value, json};
 use tracing::debug;
 
 use super::queue::{self, PromptQueue};
-use super::routes::{answer, offered_auth_methods};
-use super::{Router, auth, history, params, sessions};
+use super::{Router, answer, auth, history, params, sessions};
 use crate::agent::Agent;
 use crate::jsonrpc;
 use crate::mcp;
@@ -162,17 +161,18 @@ fn initialize_response<A: Agent>(r: &Router<A>) -> v2s::InitializeResponse {
     if super::providers::configurable(r) {
         capabilities = capabilities.providers(v2s::ProvidersCapabilities::new());
     }
-    let auth_methods = offered_auth_methods(r.agent.auth_methods(), r.conn.client_capabilities())
-        .into_iter()
-        .filter_map(|method| match method {
-            schema::AuthMethod::Agent(m) => Some(v2s::AuthMethod::Agent(
-                v2s::AuthMethodAgent::new(m.id.0.to_string(), m.name)
-                    .description(m.description)
-                    .meta(m.meta),
-            )),
-            _ => None,
-        })
-        .collect();
+    let auth_methods =
+        auth::offered_auth_methods(r.agent.auth_methods(), r.conn.client_capabilities())
+            .into_iter()
+            .filter_map(|method| match method {
+                schema::AuthMethod::Agent(m) => Some(v2s::AuthMethod::Agent(
+                    v2s::AuthMethodAgent::new(m.id.0.to_string(), m.name)
+                        .description(m.description)
+                        .meta(m.meta),
+                )),
+                _ => None,
+            })
+            .collect();
     let info = r.agent.info();
     let info = v2s::Implementation::new(info.name, info.version).title(info.title);
     v2s::InitializeResponse::new(ProtocolVersion::V2, info)
