@@ -106,8 +106,7 @@ impl Journal {
         if self.version() == Version::V2 && !crate::protocol::v2::same_as_v1(update) {
             // The frame is v2's; the record is the account's (v1) JSON, whatever the wire.
             let text = serde_json::to_string(update)?;
-            let value: serde_json::Value = serde_json::from_str(&text)?;
-            let bytes = crate::protocol::v2::session_update(session, value)?.unwrap_or_default();
+            let bytes = crate::protocol::v2::session_update(session, update)?.unwrap_or_default();
             let record = self.is_recording().then(|| {
                 let mut batch = Batch::new();
                 batch.push_update_json(&text);

@@ -368,7 +368,9 @@ impl Peer {
             crate::protocol::Version::V2
                 if method == crate::protocol::methods::REQUEST_PERMISSION =>
             {
-                let params = crate::protocol::v2::permission_params(serde_json::to_value(params)?);
+                // `params` is v1's `RequestPermissionRequest` (the method's).
+                let params = serde_json::from_value(serde_json::to_value(params)?)?;
+                let params = crate::protocol::v2::permission_request(params);
                 jsonrpc::encode_request(id, method, &params)?
             }
             _ => jsonrpc::encode_request(id, method, params)?,

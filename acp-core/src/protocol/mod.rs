@@ -10,6 +10,17 @@ pub(crate) mod v1;
 #[cfg(feature = "v2")]
 pub(crate) mod v2;
 
+/// An answer of the runtime's handlers, and what a v2 connection gets instead
+/// ([`v2::Answer`]); without feature `v2`, any answer.
+#[cfg(feature = "v2")]
+pub(crate) use v2::Answer;
+
+/// An answer of the runtime's handlers (without feature `v2`, any serializable value).
+#[cfg(not(feature = "v2"))]
+pub(crate) trait Answer: serde::Serialize {}
+#[cfg(not(feature = "v2"))]
+impl<T: serde::Serialize> Answer for T {}
+
 /// The protocol version a connection negotiated at `initialize`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Version {
@@ -57,6 +68,6 @@ pub(crate) fn replayed_update(
     match version {
         Version::V1 => v1::raw_update(session, update).map(Some),
         #[cfg(feature = "v2")]
-        Version::V2 => v2::session_update(session, serde_json::from_str(update.get())?),
+        Version::V2 => v2::replayed_update(session, update),
     }
 }

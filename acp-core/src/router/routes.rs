@@ -3,7 +3,6 @@
 //! methods, when the author implements it). Also `initialize`, whose answer is everything the
 //! agent and the runtime advertise, and the answer helper the handlers share.
 
-use serde::Serialize;
 use serde_json::value::RawValue;
 use tracing::debug;
 
@@ -122,11 +121,14 @@ pub(super) fn notifications<A: Agent>() -> Vec<NotificationRoute<A>> {
 }
 
 /// Queues the answer to request `id`.
-pub(super) async fn answer<T: Serialize>(conn: &Connection, id: &RequestId, result: Result<T>) {
+pub(super) async fn answer<T: crate::protocol::Answer>(
+    conn: &Connection,
+    id: &RequestId,
+    result: Result<T>,
+) {
     #[cfg(feature = "v2")]
     if conn.peer.journal.version() == crate::protocol::Version::V2 {
-        let result =
-            result.and_then(|value| Ok(crate::protocol::v2::result(serde_json::to_value(value)?)));
+        let result = result.map(crate::protocol::Answer::into_v2);
         let _ = conn
             .peer
             .send(Frame::new(v1::answer(id, result), None))
