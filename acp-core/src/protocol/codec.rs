@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use super::{State, Version, v1};
+use super::{Answer, State, Version, v1};
 use crate::jsonrpc;
 use crate::schema::{
     ContentBlock, MessageId, Meta, RequestId, SessionId, SessionUpdate, StopReason, Usage,
@@ -89,8 +89,7 @@ impl Codec {
         #[cfg(feature = "v2")]
         if self.version() == Version::V2 && !super::v2::same_as_v1(update) {
             let text = serde_json::to_string(update)?;
-            let value: serde_json::Value = serde_json::from_str(&text)?;
-            let bytes = super::v2::session_update(session, value)?.unwrap_or_default();
+            let bytes = super::v2::session_update(session, update)?.unwrap_or_default();
             return Ok(EncodedUpdate {
                 bytes,
                 account: Account::Apart(text),
@@ -109,7 +108,7 @@ impl Codec {
         match self.version() {
             Version::V1 => v1::raw_update(session, update).map(Some),
             #[cfg(feature = "v2")]
-            Version::V2 => super::v2::session_update(session, serde_json::from_str(update.get())?),
+            Version::V2 => super::v2::replayed_update(session, update),
         }
     }
 
@@ -153,7 +152,9 @@ impl Codec {
                 None
             }
             #[cfg(feature = "v2")]
-            Version::V2 => super::v2::user_message(session, message, blocks).ok(),
+            Version::V2 => {
+                super::v2::notification(session, super::v2::user_message(message, blocks)).ok()
+            }
         }
     }
 
@@ -203,15 +204,11 @@ impl Codec {
     }
 
     /// The answer to request `id`: its result, or its error.
-    pub fn answer<T: Serialize>(&self, id: &RequestId, result: Result<T>) -> Vec<u8> {
+    pub fn answer<T: Answer>(&self, id: &RequestId, result: Result<T>) -> Vec<u8> {
         match self.version() {
             Version::V1 => v1::answer(id, result),
             #[cfg(feature = "v2")]
-            Version::V2 => {
-                let result =
-                    result.and_then(|value| Ok(super::v2::result(serde_json::to_value(value)?)));
-                v1::answer(id, result)
-            }
+            Version::V2 => v1::answer(id, result.map(Answer::into_v2)),
         }
     }
 
@@ -219,7 +216,10 @@ impl Codec {
     pub fn request<P: Serialize>(&self, id: i64, method: &str, params: &P) -> Result<Vec<u8>> {
         #[cfg(feature = "v2")]
         if self.version() == Version::V2 && method == super::methods::REQUEST_PERMISSION {
-            let params = super::v2::permission_params(serde_json::to_value(params)?);
+            // The runtime's permission request, read back as the type it is, as v2 asks it.
+            let v1: crate::schema::RequestPermissionRequest =
+                serde_json::from_value(serde_json::to_value(params)?)?;
+            let params = super::v2::permission_request(v1);
             return Ok(jsonrpc::encode_request(id, method, &params)?);
         }
         Ok(jsonrpc::encode_request(id, method, params)?)

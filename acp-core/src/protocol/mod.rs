@@ -13,6 +13,17 @@ pub(crate) mod v2;
 
 pub(crate) use codec::{Account, Codec, Ending};
 
+/// An answer of the runtime's handlers, and what a v2 connection gets instead
+/// ([`v2::Answer`]); without feature `v2`, any answer.
+#[cfg(feature = "v2")]
+pub(crate) use v2::Answer;
+
+/// An answer of the runtime's handlers (without feature `v2`, any serializable value).
+#[cfg(not(feature = "v2"))]
+pub(crate) trait Answer: serde::Serialize {}
+#[cfg(not(feature = "v2"))]
+impl<T: serde::Serialize> Answer for T {}
+
 /// The protocol version a connection negotiated at `initialize`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum Version {

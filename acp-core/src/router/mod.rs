@@ -298,7 +298,7 @@ pub(crate) fn method_names() -> Vec<&'static str> {
 }
 
 /// Queues the answer to request `id`, written in the connection's version.
-pub(super) async fn answer<T: serde::Serialize>(
+pub(super) async fn answer<T: crate::protocol::Answer>(
     conn: &Connection,
     id: &RequestId,
     result: Result<T>,

@@ -52,7 +52,7 @@ pub(super) fn connect_mcp<A: Agent>(agent: &A, state: &Arc<SessionState>) {
 
 /// The answer to a request that opens a session, and where the session's slash commands
 /// (`available_commands_update`) go relative to it.
-pub(super) trait OpenAnswer: serde::Serialize {
+pub(super) trait OpenAnswer: crate::protocol::Answer {
     /// Whether the commands are sent before the answer rather than after it.
     const COMMANDS_FIRST: bool = false;
 }

@@ -73,7 +73,7 @@ pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
             handler: Handler::Spawned(super::history::list),
         },
         Route {
-            names: Names::both(methods::SESSION_DELETE),
+            names: Names::v1(methods::SESSION_DELETE),
             gate: recorded,
             handler: Handler::Spawned(super::history::delete),
         },
@@ -128,6 +128,12 @@ pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
             names: Names::v2(methods::SESSION_LIST),
             gate: always,
             handler: Handler::Spawned(super::v2::list),
+        },
+        #[cfg(feature = "v2")]
+        Route {
+            names: Names::v2(methods::SESSION_DELETE),
+            gate: recorded,
+            handler: Handler::Spawned(super::v2::delete),
         },
         #[cfg(feature = "v2")]
         Route {

@@ -9,8 +9,9 @@
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 use tracing::debug;
 
 use super::queue::{self, PromptQueue};
@@ -85,14 +86,21 @@ pub(super) fn terminal_cancel<A: Agent>(
     };
     debug!(session = %state.id, terminal = %wanted, "terminal cancelled by the client");
     terminal.kill();
-    Ok(jsonrpc::encode_result(id, &json!({})))
+    Ok(jsonrpc::encode_result(
+        id,
+        &v2s::CancelTerminalResponse::new(),
+    ))
 }
 
-/// The params of a v2 request of `method` in the v1 shape its handler reads.
-fn v1_params(method: &str, raw: Option<&RawValue>) -> Result<Box<RawValue>, schema::Error> {
-    let mut value: Value = params(method, raw)?;
-    v2::request_params(method, &mut value);
-    serde_json::value::to_raw_value(&value)
+/// The params of a v2 request of `method` (`V2`, the schema crate's v2 type), as the v1
+/// request its handler reads (`convert`, from [`v2::params`]).
+fn v1_params<V2: DeserializeOwned, V1: Serialize>(
+    method: &str,
+    raw: Option<&RawValue>,
+    convert: fn(V2) -> Result<V1, schema::Error>,
+) -> Result<Box<RawValue>, schema::Error> {
+    let v1 = convert(params(method, raw)?)?;
+    serde_json::value::to_raw_value(&v1)
         .map_err(|e| schema::Error::new(ErrorCode::InternalError.into(), e.to_string()))
 }
 
@@ -185,7 +193,8 @@ pub(super) fn login<A: Agent>(
     id: RequestId,
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
-    auth::authenticate(r, id, Some(&v1_params(methods::AUTH_LOGIN, raw)?))
+    let raw = v1_params(methods::AUTH_LOGIN, raw, v2::params::login)?;
+    auth::authenticate(r, id, Some(&raw))
 }
 
 pub(super) fn logout<A: Agent>(
@@ -193,7 +202,8 @@ pub(super) fn logout<A: Agent>(
     id: RequestId,
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
-    auth::logout(r, id, Some(&v1_params(methods::AUTH_LOGOUT, raw)?))
+    let raw = v1_params(methods::AUTH_LOGOUT, raw, v2::params::logout)?;
+    auth::logout(r, id, Some(&raw))
 }
 
 pub(super) fn new_session<A: Agent>(
@@ -201,7 +211,8 @@ pub(super) fn new_session<A: Agent>(
     id: RequestId,
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
-    sessions::new_session(r, id, Some(&v1_params(methods::SESSION_NEW, raw)?))
+    let raw = v1_params(methods::SESSION_NEW, raw, v2::params::new_session)?;
+    sessions::new_session(r, id, Some(&raw))
 }
 
 pub(super) fn set_config_option<A: Agent>(
@@ -209,7 +220,11 @@ pub(super) fn set_config_option<A: Agent>(
     id: RequestId,
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
-    let raw = v1_params(methods::SESSION_SET_CONFIG_OPTION, raw)?;
+    let raw = v1_params(
+        methods::SESSION_SET_CONFIG_OPTION,
+        raw,
+        v2::params::set_config_option,
+    )?;
     sessions::set_config_option(r, id, Some(&raw))
 }
 
@@ -219,10 +234,10 @@ pub(super) fn list<A: Agent>(
     id: RequestId,
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    let raw = v1_params(methods::SESSION_LIST, raw, v2::params::list_sessions)?;
     if r.store().is_some() {
-        return history::list(r, id, raw);
+        return history::list(r, id, Some(&raw));
     }
-    let _: Value = params(methods::SESSION_LIST, raw)?;
     let conn = r.conn.clone();
     Ok(Box::pin(async move {
         answer(
@@ -241,32 +256,14 @@ pub(super) fn resume<A: Agent>(
     id: RequestId,
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
-    let mut value: Value = params(methods::SESSION_RESUME, raw)?;
+    let req: v2s::ResumeSessionRequest = params(methods::SESSION_RESUME, raw)?;
     if r.store().is_none() {
         // Nothing is kept without a store: no session can come back.
-        let session = value
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
         return Err(schema::Error::session_not_found(schema::SessionId::new(
-            session,
+            req.session_id.0,
         )));
     }
-    let replay = match value.as_object_mut().and_then(|f| f.remove("replayFrom")) {
-        None | Some(Value::Null) => false,
-        Some(from) if from.get("type").and_then(Value::as_str) == Some("start") => true,
-        Some(from) => {
-            return Err(schema::Error::new(
-                ErrorCode::InvalidParams.into(),
-                format!(
-                    "`replayFrom` {from} is not supported; replay from `{{\"type\": \"start\"}}`"
-                ),
-            ));
-        }
-    };
-    v2::request_params(methods::SESSION_RESUME, &mut value);
-    let req: schema::ResumeSessionRequest = serde_json::from_value(value)
-        .map_err(|e| crate::Error::InvalidParams(e.to_string()).to_rpc())?;
+    let (req, replay) = v2::params::resume_session(req)?;
     let roots = r.conn.roots(req.cwd, req.additional_directories)?;
     Ok(history::reopen(
         r,
@@ -288,7 +285,8 @@ pub(super) fn close<A: Agent>(
     id: RequestId,
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
-    let session = sessions::closing(r, raw)?;
+    let raw = v1_params(methods::SESSION_CLOSE, raw, v2::params::close_session)?;
+    let session = sessions::closing(r, Some(&raw))?;
     session.cancel_turn();
     let conn = r.conn.clone();
     Ok(Box::pin(async move {
@@ -301,6 +299,16 @@ pub(super) fn close<A: Agent>(
     }))
 }
 
+/// `session/delete`: v1's, its params read as v2's.
+pub(super) fn delete<A: Agent>(
+    r: &Router<A>,
+    id: RequestId,
+    raw: Option<&RawValue>,
+) -> Result<BoxFuture<'static, ()>, schema::Error> {
+    let raw = v1_params(methods::SESSION_DELETE, raw, v2::params::delete_session)?;
+    history::delete(r, id, Some(&raw))
+}
+
 /// A v2 `session/prompt`: its idempotency key taken apart, then the one prompt driver
 /// ([`start`](super::prompt::start)), which queues it behind the session's running turn.
 pub(super) fn prompt<A: Agent>(
@@ -308,13 +316,8 @@ pub(super) fn prompt<A: Agent>(
     id: RequestId,
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
-    let mut value: Value = params(methods::SESSION_PROMPT, raw)?;
-    let key = value
-        .as_object_mut()
-        .and_then(|f| f.remove("idempotencyKey"))
-        .and_then(|k| k.as_str().map(str::to_owned));
-    let req: schema::PromptRequest = serde_json::from_value(value)
-        .map_err(|e| crate::Error::InvalidParams(e.to_string()).to_rpc())?;
+    let req: v2s::PromptRequest = params(methods::SESSION_PROMPT, raw)?;
+    let (req, key) = v2::params::prompt(req)?;
     let bytes = raw.map_or(0, |raw| raw.get().len());
     super::prompt::start(r, id, req, key, bytes)
 }
