@@ -119,7 +119,7 @@ pub trait Agent: Send + Sync + 'static {
     /// `auth.logout`). After it succeeds, [`Client::has_authenticated`] is `false` again.
     fn logout(&self, cx: &Client) -> impl Future<Output = Result<()>> + Send {
         let _ = cx;
-        async { Err(Error::method_not_found("logout")) }
+        async { Err(Error::method_not_found(crate::protocol::methods::LOGOUT)) }
     }
 
     /// The extension requests the agent answers (methods starting with `_`), routed to

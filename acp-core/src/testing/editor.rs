@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use crate::protocol::methods;
 use crate::schema::{self, PermissionOptionKind};
 use crate::sync::lock;
 
@@ -240,7 +241,7 @@ impl Editor {
                 .to_owned()
         };
         Some(match method {
-            "fs/read_text_file" => match self.fs.read(str_param("path")) {
+            methods::FS_READ_TEXT_FILE => match self.fs.read(str_param("path")) {
                 Some(content) => {
                     let line = params.get("line").and_then(Value::as_u64);
                     let limit = params.get("limit").and_then(Value::as_u64);
@@ -263,12 +264,12 @@ impl Editor {
                     "message": format!("Resource not found: {}", str_param("path")),
                 })),
             },
-            "fs/write_text_file" => {
+            methods::FS_WRITE_TEXT_FILE => {
                 self.fs.write(str_param("path"), str_param("content"));
                 Ok(json!({}))
             }
-            "session/request_permission" => self.permission(&params)?,
-            "terminal/create" => {
+            methods::REQUEST_PERMISSION => self.permission(&params)?,
+            methods::TERMINAL_CREATE => {
                 let program = str_param("command");
                 let args: Vec<String> = params
                     .get("args")
@@ -290,7 +291,7 @@ impl Editor {
                 log.created.push((program, args));
                 Ok(json!({"terminalId": id}))
             }
-            "terminal/output" => {
+            methods::TERMINAL_OUTPUT => {
                 let id = str_param("terminalId");
                 let (killed, stub) = self.stub_of(&id);
                 let exit = if killed {
@@ -302,7 +303,7 @@ impl Editor {
                 };
                 Ok(json!({"output": stub.output, "truncated": false, "exitStatus": exit}))
             }
-            "terminal/wait_for_exit" => {
+            methods::TERMINAL_WAIT_FOR_EXIT => {
                 let id = str_param("terminalId");
                 let (_, stub) = self.stub_of(&id);
                 if stub.hang {
@@ -324,7 +325,7 @@ impl Editor {
                     Ok(json!({"exitCode": stub.exit_code}))
                 }
             }
-            "terminal/kill" | "terminal/release" => {
+            methods::TERMINAL_KILL | methods::TERMINAL_RELEASE => {
                 let id = str_param("terminalId");
                 let mut log = lock(&self.terminals);
                 if let Some(waiters) = log.exit_waiters.remove(&id) {
@@ -332,7 +333,7 @@ impl Editor {
                         let _ = w.send(());
                     }
                 }
-                if method == "terminal/kill" {
+                if method == methods::TERMINAL_KILL {
                     log.killed.push(id);
                 } else {
                     log.released.push(id);

@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use super::{Direction, TestClient, TestSession};
+use crate::protocol::methods;
 use crate::schema::{SessionId, SessionUpdate};
 use crate::{Error, Result};
 
@@ -38,9 +39,9 @@ impl TestClient {
         let mut params = self.opening(json!({"sessionId": id, "mcpServers": []}));
         let method = if self.wire.is_v2() {
             params["replayFrom"] = json!({"type": "start"});
-            "session/resume"
+            methods::SESSION_RESUME
         } else {
-            "session/load"
+            methods::SESSION_LOAD
         };
         let (answer, at) = self.wire.request(method, params).await?;
         let answer = answer?;
@@ -63,7 +64,7 @@ impl TestClient {
     pub async fn resume_session(&self, id: &SessionId) -> Result<TestSession<'_>> {
         let answer = self
             .request(
-                "session/resume",
+                methods::SESSION_RESUME,
                 self.opening(json!({"sessionId": id, "mcpServers": []})),
             )
             .await?;
@@ -80,7 +81,7 @@ impl TestClient {
         if let Some(cursor) = cursor {
             params["cursor"] = json!(cursor);
         }
-        self.request("session/list", params).await
+        self.request(methods::SESSION_LIST, params).await
     }
 
     /// Every session `session/list` returns, following the cursors.
@@ -102,7 +103,7 @@ impl TestClient {
 
     /// Deletes a session's history (`session/delete`).
     pub async fn delete_session(&self, id: &SessionId) -> Result<Value> {
-        self.request("session/delete", json!({"sessionId": id}))
+        self.request(methods::SESSION_DELETE, json!({"sessionId": id}))
             .await
     }
 

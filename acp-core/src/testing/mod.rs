@@ -113,6 +113,7 @@ pub use session::TestSession;
 pub use trace::{Direction, Frame, ToolCallTrace, Turn};
 pub use view::SessionView;
 
+use crate::protocol::methods;
 use crate::schema::SessionId;
 use crate::sync::lock;
 use crate::{Error, Result};
@@ -176,7 +177,7 @@ impl TestClient {
                 params
             }
         };
-        let answer = self.request("initialize", params).await?;
+        let answer = self.request(methods::INITIALIZE, params).await?;
         let _ = self.initialize.set(answer.clone());
         Ok(answer)
     }
@@ -378,7 +379,10 @@ impl TestClient {
             }
         }
         let answer = self
-            .request("session/new", self.opening(json!({"mcpServers": servers})))
+            .request(
+                methods::SESSION_NEW,
+                self.opening(json!({"mcpServers": servers})),
+            )
             .await?;
         let id: SessionId = serde_json::from_value(answer["sessionId"].clone())?;
         Ok(TestSession {

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use super::TestClient;
 use super::trace::{Direction, Turn};
 use super::view::{Builder, SessionView, view};
+use crate::protocol::methods;
 use crate::schema::{SessionId, SessionUpdate};
 use crate::sync::lock;
 use crate::{Error, Result};
@@ -48,7 +49,7 @@ impl TestSession<'_> {
     /// [`start_prompt`](Self::start_prompt) with a prompt made of raw content blocks.
     pub fn start_prompt_blocks(&self, blocks: Value) -> Value {
         self.client.send_request(
-            "session/prompt",
+            methods::SESSION_PROMPT,
             json!({"sessionId": self.id, "prompt": blocks}),
         )
     }
@@ -103,7 +104,7 @@ impl TestSession<'_> {
         let start = wire.len();
         let (answer, end) = wire
             .request(
-                "session/prompt",
+                methods::SESSION_PROMPT,
                 json!({"sessionId": self.id, "prompt": blocks}),
             )
             .await?;
@@ -149,7 +150,7 @@ impl TestSession<'_> {
     /// Sends `session/cancel` for this session now.
     pub fn cancel(&self) {
         self.client
-            .notify("session/cancel", json!({"sessionId": self.id}));
+            .notify(methods::SESSION_CANCEL, json!({"sessionId": self.id}));
     }
 
     /// Sends `session/cancel` as soon as the agent sends an update matching `when` (the cancel
@@ -190,7 +191,7 @@ impl TestSession<'_> {
         }
         self.client
             .request(
-                "session/set_mode",
+                methods::SESSION_SET_MODE,
                 json!({"sessionId": self.id, "modeId": mode}),
             )
             .await
@@ -230,7 +231,7 @@ impl TestSession<'_> {
             other => json!({"sessionId": self.id, "configId": id, "value": other}),
         };
         self.client
-            .request("session/set_config_option", params)
+            .request(methods::SESSION_SET_CONFIG_OPTION, params)
             .await
     }
 
@@ -275,7 +276,7 @@ impl TestSession<'_> {
     /// forgets it.
     pub async fn close(&self) -> Result<Value> {
         self.client
-            .request("session/close", json!({"sessionId": self.id}))
+            .request(methods::SESSION_CLOSE, json!({"sessionId": self.id}))
             .await
     }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::Error;
+use crate::protocol::methods;
 use crate::schema::{
     self, SessionId, SessionUpdate, StopReason, ToolCallContent, ToolCallStatus, ToolKind,
 };
@@ -51,7 +52,7 @@ impl Frame {
     /// v2 connection, read back in v1's shape (see [`as_v1`](Self::as_v1)); `None` for a v2
     /// update v1 has no counterpart of (`state_update`, `replay_complete`, a terminal's).
     pub fn session_update(&self) -> Option<schema::SessionNotification> {
-        if self.method() != Some("session/update") || self.message.get("id").is_some() {
+        if self.method() != Some(methods::SESSION_UPDATE) || self.message.get("id").is_some() {
             return None;
         }
         serde_json::from_value(self.as_v1().get("params")?.clone()).ok()
@@ -240,7 +241,7 @@ impl Turn {
             .iter()
             .filter(|f| {
                 f.direction == Direction::FromAgent
-                    && f.method() == Some("session/request_permission")
+                    && f.method() == Some(methods::REQUEST_PERMISSION)
                     && f.message["params"]["sessionId"].as_str() == Some(&*self.session.0)
             })
             .map(|f| &f.as_v1()["params"])

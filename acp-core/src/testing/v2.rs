@@ -13,6 +13,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 
 use crate::Error;
+use crate::protocol::methods;
 
 /// The v1 shape of a v2 frame the agent wrote, when it differs: `Some(Value::Null)` for an
 /// update v1 has no counterpart of, `None` when the frame is the same in both versions.
@@ -20,7 +21,7 @@ use crate::Error;
 /// `tool_call_update` of a call reads as v1's `tool_call`.
 pub(super) fn as_v1(message: &Value, created: &mut HashSet<(String, String)>) -> Option<Value> {
     match message.get("method").and_then(Value::as_str) {
-        Some("session/update") => {
+        Some(methods::SESSION_UPDATE) => {
             let session = message["params"]["sessionId"].as_str().unwrap_or_default();
             let Some(update) = update_as_v1(&message["params"]["update"], session, created) else {
                 return Some(Value::Null);
@@ -29,7 +30,7 @@ pub(super) fn as_v1(message: &Value, created: &mut HashSet<(String, String)>) ->
             v1["params"]["update"] = update;
             Some(v1)
         }
-        Some("session/request_permission") => {
+        Some(methods::REQUEST_PERMISSION) => {
             let mut v1 = message.clone();
             let params = v1.get_mut("params")?.as_object_mut()?;
             params.remove("title");
@@ -189,7 +190,7 @@ fn rename(object: &mut Map<String, Value>, from: &str, to: &str) {
 /// Whether `message` is the `idle` `state_update` of `session` that ends a turn (a snapshot
 /// idle, with no stop reason, ends none).
 pub(super) fn is_turn_idle(message: &Value, session: &str) -> bool {
-    message.get("method").and_then(Value::as_str) == Some("session/update")
+    message.get("method").and_then(Value::as_str) == Some(methods::SESSION_UPDATE)
         && message["params"]["sessionId"].as_str() == Some(session)
         && message["params"]["update"]["sessionUpdate"] == "state_update"
         && message["params"]["update"]["state"] == "idle"

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::trace::{Direction, Frame};
+use crate::protocol::methods;
 use crate::schema::{
     AvailableCommand, SessionConfigKind, SessionConfigOption, SessionConfigOptionCategory,
     SessionConfigSelectOptions, SessionId, SessionUpdate, UsageUpdate,
@@ -71,7 +72,7 @@ impl SessionView {
     /// Takes in an answer to a session-opening request, or to a settings change.
     fn answer(&mut self, method: &str, request: &Value, result: &Value) {
         match method {
-            "session/new" | "session/load" | "session/resume" => {
+            methods::SESSION_NEW | methods::SESSION_LOAD | methods::SESSION_RESUME => {
                 if let Some(modes) = result.get("modes").filter(|m| !m.is_null()) {
                     self.mode = modes["currentModeId"].as_str().map(str::to_owned);
                     self.modes = modes["availableModes"]
@@ -87,10 +88,10 @@ impl SessionView {
                     self.set_options(options);
                 }
             }
-            "session/set_mode" => {
+            methods::SESSION_SET_MODE => {
                 self.mode = request["modeId"].as_str().map(str::to_owned);
             }
-            "session/set_config_option" => {
+            methods::SESSION_SET_CONFIG_OPTION => {
                 if let Some(options) = options(result) {
                     self.set_options(options);
                 }

@@ -21,6 +21,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::editor::Editor;
 use super::trace::{Direction, Frame, malformed};
+use crate::protocol::methods;
 use crate::schema::{SessionId, SessionUpdate};
 use crate::sync::lock;
 use crate::{Error, Result};
@@ -509,7 +510,7 @@ async fn received(wire: &Arc<Wire>, line: &[u8]) {
     }
     match (method, message.get("id")) {
         #[cfg(feature = "v2")]
-        (Some("session/update"), None) if wire.v2.load(Ordering::Acquire) => {
+        (Some(methods::SESSION_UPDATE), None) if wire.v2.load(Ordering::Acquire) => {
             let params = message.get("params").cloned().unwrap_or(Value::Null);
             let update =
                 serde_json::from_value::<crate::schema::v2::UpdateSessionNotification>(params);
@@ -524,7 +525,7 @@ async fn received(wire: &Arc<Wire>, line: &[u8]) {
                 fire_cancels(wire, &n.session_id, &n.update);
             }
         }
-        (Some("session/update"), None) => {
+        (Some(methods::SESSION_UPDATE), None) => {
             let update = serde_json::from_value::<crate::schema::SessionNotification>(
                 message.get("params").cloned().unwrap_or(Value::Null),
             );
@@ -591,7 +592,7 @@ fn fire_cancels(wire: &Wire, session: &SessionId, update: &SessionUpdate) {
     if fire {
         wire.send(Outgoing::json(json!({
             "jsonrpc": "2.0",
-            "method": "session/cancel",
+            "method": methods::SESSION_CANCEL,
             "params": {"sessionId": session},
         })));
     }

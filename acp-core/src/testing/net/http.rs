@@ -33,6 +33,7 @@ use tracing::warn;
 
 use super::super::{TestClient, TestClientBuilder};
 use crate::net::{CONNECTION_ID, SESSION_ID};
+use crate::protocol::methods;
 use crate::sync::lock;
 use crate::{Error, Result};
 
@@ -172,7 +173,7 @@ impl Link {
         let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let method = message.get("method").and_then(Value::as_str);
         let id = message.get("id").filter(|_| method.is_some());
-        if method == Some("initialize") && self.connection.get().is_none() {
+        if method == Some(methods::INITIALIZE) && self.connection.get().is_none() {
             return self.initialize(body, id).await;
         }
         let session = match method {
@@ -185,10 +186,12 @@ impl Link {
                 .get("id")
                 .and_then(|id| lock(&self.asked).remove(&id_key(id))),
         };
-        if let (Some("session/load" | "session/resume"), Some(session)) = (method, &session) {
+        if let (Some(methods::SESSION_LOAD | methods::SESSION_RESUME), Some(session)) =
+            (method, &session)
+        {
             self.open(session).await;
         }
-        if let (Some("session/load"), Some(id), Some(session)) = (method, id, &session) {
+        if let (Some(methods::SESSION_LOAD), Some(id), Some(session)) = (method, id, &session) {
             lock(&self.loads).insert(id_key(id), session.clone());
         }
         let refusal = match self.post(body, session.as_deref()).await {
