@@ -148,10 +148,15 @@ async fn a_tool_call_is_shown_when_named_asks_permission_runs_and_its_result_goe
     assert_eq!(calls[0].statuses, [Pending, InProgress, Completed]);
     // Shown (titled by the tool, before its arguments are known), then asked about.
     let first = turn.updates().iter().find_map(|u| match u {
-        SessionUpdate::ToolCall(c) => Some(c.title.clone()),
+        SessionUpdate::ToolCall(c) => Some((c.title.clone(), c.name.clone())),
         _ => None,
     });
-    assert_eq!(first.as_deref(), Some("Write …"));
+    // The name the model called it by, beside the title the user reads.
+    let (title, name) = first.expect("a tool call");
+    assert_eq!(
+        (title.as_str(), name.as_deref()),
+        ("Write …", Some("write_file"))
+    );
     assert_eq!(turn.permission_requests().len(), 1);
     assert_eq!(
         turn.permission_requests()[0]["toolCall"]["toolCallId"],

@@ -273,6 +273,8 @@ async fn a_call_by_name_runs_the_tool_call_lifecycle_and_maps_the_result() {
     );
     let announced = &calls[0].2;
     assert_eq!(announced["title"], "Echo Tool");
+    // The programmatic name the agent called it by, beside the title the user reads.
+    assert_eq!(announced["name"], "echo");
     assert_eq!(announced["kind"], "read");
     assert_eq!(announced["rawInput"], json!({"message": "hello mcp"}));
     let id = &announced["toolCallId"];

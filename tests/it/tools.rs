@@ -287,6 +287,7 @@ fn write_call(id: &str, path: &str, content: &str) -> Value {
         "sessionUpdate": "tool_call",
         "toolCallId": id,
         "title": format!("Write {path}"),
+        "name": "write",
         "kind": "edit",
         "locations": [{ "path": format!("{CWD}/{path}") }],
         "rawInput": { "path": path, "content": content },
@@ -430,6 +431,7 @@ async fn cancel_during_the_body_fails_the_call_and_the_turn_answers_cancelled() 
         "sessionUpdate": "tool_call",
         "toolCallId": "call_0",
         "title": "Sleep",
+        "name": "sleep",
         "kind": "think",
         "rawInput": {},
     }))
@@ -450,6 +452,7 @@ async fn panic_in_a_tool_fails_the_call_and_the_turn_and_the_agent_lives_on() {
         "sessionUpdate": "tool_call",
         "toolCallId": "call_0",
         "title": "boom",
+        "name": "boom",
         "kind": "execute",
         "rawInput": {},
     }))
@@ -473,6 +476,7 @@ async fn panic_in_a_tool_fails_the_call_and_the_turn_and_the_agent_lives_on() {
         "sessionUpdate": "tool_call",
         "toolCallId": "call_1",
         "title": "Edit x.rs",
+        "name": "edit",
         "kind": "edit",
         "locations": [{ "path": format!("{CWD}/x.rs") }],
         "rawInput": { "path": "x.rs" },
@@ -499,6 +503,7 @@ async fn bad_arguments_by_name_fail_the_call_with_a_message_for_the_model() {
         "sessionUpdate": "tool_call",
         "toolCallId": "call_0",
         "title": "Write 3",
+        "name": "write",
         "kind": "edit",
         "rawInput": { "path": 3, "contents": "x" },
     }))
@@ -516,6 +521,7 @@ async fn bad_arguments_by_name_fail_the_call_with_a_message_for_the_model() {
         "sessionUpdate": "tool_call",
         "toolCallId": "call_1",
         "title": "count_lines",
+        "name": "count_lines",
         "kind": "search",
         "rawInput": [1],
     }))
@@ -554,6 +560,7 @@ async fn json_output_is_sent_as_raw_output_and_text() {
         "sessionUpdate": "tool_call",
         "toolCallId": "call_0",
         "title": "count_lines",
+        "name": "count_lines",
         "kind": "search",
         "rawInput": { "text": "a\nb\nc" },
     }))
@@ -591,6 +598,7 @@ async fn arguments_nested_too_deep_for_a_rust_client_are_cut_in_the_frames_not_l
         "sessionUpdate": "tool_call",
         "toolCallId": "call_0",
         "title": "count_lines",
+        "name": "count_lines",
         "kind": "search",
         "rawInput": { "text": "x", "deep": cut },
     }))

@@ -325,7 +325,7 @@ impl Answer {
                     }
                     None => name.clone(),
                 };
-                let mut call = cx.tool_call(title);
+                let mut call = cx.tool_call(title).name(name.clone());
                 if let Some(tool) = tool {
                     call = call.kind(tool.kind);
                 }

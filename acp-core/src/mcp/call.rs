@@ -34,6 +34,7 @@ pub(crate) async fn call(
             );
             let call = cx
                 .tool_call(&tool.title)
+                .name(tool.def.name.clone())
                 .kind(tool.def.kind)
                 .raw_input(other)
                 .start()
@@ -45,6 +46,7 @@ pub(crate) async fn call(
     let raw = serde_json::Value::Object(arguments.clone().unwrap_or_default());
     let call = cx
         .tool_call(&tool.title)
+        .name(tool.def.name.clone())
         .kind(tool.def.kind)
         .raw_input(raw.clone())
         .start()

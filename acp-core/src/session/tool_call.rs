@@ -256,6 +256,14 @@ pub struct ToolCallBuilder<'a> {
 }
 
 impl ToolCallBuilder<'_> {
+    /// The tool's programmatic name (the one a model or a by-name call uses), beside the
+    /// title the user reads. Tool calls of `#[acp::tool]` methods, of calls by name and of
+    /// the client's MCP servers carry it already.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.call = self.call.name(name.into());
+        self
+    }
+
     /// The kind of tool, which picks the icon the client shows.
     pub fn kind(mut self, kind: ToolKind) -> Self {
         self.call = self.call.kind(kind);
@@ -322,7 +330,10 @@ impl ToolCallBuilder<'_> {
     /// Starts this call as `call`, already shown: updates it with the builder's fields.
     async fn start_in(self, call: ToolCallGuard) -> Result<ToolCallGuard> {
         let c = self.call;
-        let mut fields = ToolCallUpdateFields::new().title(c.title).kind(c.kind);
+        let mut fields = ToolCallUpdateFields::new()
+            .title(c.title)
+            .kind(c.kind)
+            .name(c.name);
         if let Some(raw) = c.raw_input {
             fields = fields.raw_input(raw);
         }

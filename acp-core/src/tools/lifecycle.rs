@@ -169,6 +169,7 @@ pub(crate) async fn start(
 ) -> Result<ToolCallGuard> {
     let mut call = cx
         .tool_call(render_title(spec.title, &raw))
+        .name(spec.name)
         .kind(spec.kind)
         .raw_input(raw);
     if !paths.is_empty() {
