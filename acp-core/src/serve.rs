@@ -13,9 +13,9 @@ use crate::agent::Agent;
 use crate::mcp::{self, McpConfig, McpPermission};
 use crate::peer::{DEFAULT_MAX_IN_FLIGHT, Journal, Peer, read_loop, write_loop};
 use crate::router::Router;
-use crate::session::Connection;
 use crate::session::detached::Detach;
 use crate::session::grant::Grant;
+use crate::session::{Connection, Parts};
 use crate::store::SessionStore;
 use crate::tools::Tools;
 use crate::transport::lines::DEFAULT_MAX_LINE;
@@ -537,25 +537,26 @@ impl<A: Agent> Shared<A> {
             .map_err(|e| Error::msg(format!("the agent's settings are invalid: {e}")))?;
         let journal = Journal::new(store);
         let (peer, queue) = Peer::new(writer, max_in_flight, journal, detach.is_some());
-        let mut conn = Connection::new(peer.clone());
-        conn.detach = detach.clone();
-        conn.local_fallback = local_fallback;
-        conn.local_files = local_files;
-        conn.lease_ttl = lease_ttl.unwrap_or(crate::session::DEFAULT_LEASE_TTL);
-        conn.user = user;
-        conn.grant = grant.secrets(secrets.clone());
-        conn.owners = owners.clone();
-        let conn = Arc::new(conn);
-        conn.extensions.insert(settings.clone());
-        conn.extensions.insert(McpConfig {
+        let parts = Parts {
+            local_fallback,
+            local_files,
+            lease_ttl: lease_ttl.unwrap_or(crate::session::DEFAULT_LEASE_TTL),
+            detach: detach.clone(),
+            user,
+            grant: grant.secrets(secrets.clone()),
+            owners: owners.clone(),
+        };
+        let conn = Arc::new(Connection::new(peer.clone(), parts));
+        conn.services().insert(settings.clone());
+        conn.services().insert(McpConfig {
             timeout: mcp_timeout,
             permission: mcp_permission,
             client: agent.info(),
         });
-        conn.extensions.insert(Tools(agent.clone()));
+        conn.services().insert(Tools(agent.clone()));
         #[cfg(feature = "llm-providers")]
         if let Some(endpoints) = llm_providers {
-            conn.extensions.insert(endpoints);
+            conn.services().insert(endpoints);
         }
         let writer_task = tokio::spawn(write_loop(queue, peer.clone()).instrument(span.clone()));
         let router = Router::new(agent, conn.clone(), Arc::new(settings));
@@ -569,10 +570,8 @@ impl<A: Agent> Shared<A> {
         // keeps its turns lets them run first, holding its sessions for a client that comes
         // back (its output goes on being recorded, and read by the network side).
         peer.close();
-        let held = conn.detach.as_ref().map(|detach| {
-            let held = detach
-                .sessions
-                .hold(conn.sessions.weak(), conn.user.as_deref());
+        let held = conn.detach().map(|detach| {
+            let held = detach.sessions.hold(conn.sessions().weak(), conn.user());
             (detach.limit, held)
         });
         if let Some((limit, _)) = &held {
@@ -582,7 +581,7 @@ impl<A: Agent> Shared<A> {
         router.shutdown().await;
         // While the last answers drain, the sessions' MCP servers stop (no orphan processes:
         // one that does not stop in time is killed when its session is dropped below).
-        let sessions = conn.sessions.clear();
+        let sessions = conn.sessions().clear();
         let stopping = futures_util::future::join_all(sessions.iter().map(|s| mcp::stop(s)));
         let stopping = async {
             if tokio::time::timeout(MCP_STOP_WAIT, stopping).await.is_err() {
@@ -609,7 +608,7 @@ impl<A: Agent> Shared<A> {
         });
         // Free the sessions and what the connection holds of the agent, then the agent itself.
         drop(sessions);
-        conn.extensions.clear();
+        conn.services().clear();
         drop(router);
         // Now a client that came back may reopen the sessions.
         drop(held);

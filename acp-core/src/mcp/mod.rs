@@ -144,7 +144,7 @@ pub(crate) fn attach(state: &Arc<SessionState>, reserved: Vec<String>) {
     let config = config(&state.conn);
     let servers = state.mcp_servers.clone();
     let cwd = state.roots.cwd.clone();
-    let grant = state.conn.grant.clone();
+    let grant = state.conn.grant().clone();
     let (tx, rx) = watch::channel(None);
     let timeout = config.timeout;
     let span = debug_span!("mcp", session = %state.id);
@@ -199,7 +199,7 @@ fn servers(state: &SessionState) -> Option<Arc<McpServers>> {
 }
 
 fn config(conn: &Connection) -> McpConfig {
-    conn.extensions
+    conn.services()
         .get::<McpConfig>()
         .map(|c| (*c).clone())
         .unwrap_or_else(|| McpConfig {

@@ -2,8 +2,6 @@
 //! client runs `terminal` ones itself) and `logout`, each answered from the agent's method
 //! with a [`Client`] context; the connection remembers whether the client authenticated.
 
-use std::sync::atomic::Ordering;
-
 use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
 
@@ -45,7 +43,7 @@ pub(super) fn authenticate<A: Agent>(
         let client = Client::new(conn.clone(), Some(request.clone()));
         let result = agent.authenticate(&client, req.method_id).await;
         if result.is_ok() {
-            conn.authenticated.store(true, Ordering::Release);
+            conn.set_authenticated(true);
         }
         let result =
             result.map(|()| schema::AuthenticateResponse::new().meta(request.take_answer_meta()));
@@ -65,7 +63,7 @@ pub(super) fn logout<A: Agent>(
         let client = Client::new(conn.clone(), Some(request.clone()));
         let result = agent.logout(&client).await;
         if result.is_ok() {
-            conn.authenticated.store(false, Ordering::Release);
+            conn.set_authenticated(false);
         }
         let result =
             result.map(|()| schema::LogoutResponse::new().meta(request.take_answer_meta()));

@@ -35,7 +35,7 @@ impl<A: Agent> Router<A> {
             Err(e) => {
                 let error =
                     crate::Error::InvalidParams(format!("invalid params for `{method}`: {e}"));
-                return self.conn.peer.reply_error(&id, error.to_rpc(), admission);
+                return self.conn.peer().reply_error(&id, error.to_rpc(), admission);
             }
         };
         let (agent, conn) = (self.agent.clone(), self.conn.clone());

@@ -30,7 +30,7 @@ const REPLAY_PAGE: usize = 256;
 impl<A: Agent> Router<A> {
     /// The session store, if sessions are recorded.
     pub(crate) fn store(&self) -> Option<&Arc<dyn SessionStore>> {
-        self.conn.peer.journal.store()
+        self.conn.peer().journal.store()
     }
 }
 
@@ -103,8 +103,8 @@ pub(super) fn reopen<A: Agent>(
         }
         // A turn left running by this client's previous connection ends and is recorded
         // first; then the lease: another replica that holds the session runs its turns.
-        if conn.sessions.get(&req.session_id).is_none() {
-            if let Some(detach) = &conn.detach {
+        if conn.sessions().get(&req.session_id).is_none() {
+            if let Some(detach) = conn.detach() {
                 detach.sessions.wait(&req.session_id).await;
             }
             if let Err(e) = super::lease::take(&*store, &conn, &req.session_id).await {
@@ -126,7 +126,7 @@ pub(super) fn reopen<A: Agent>(
             Err(e) => return answer(&conn, &id, Err::<(), _>(e)).await,
         };
         // A session open on this connection already is replaced (its turn cancelled).
-        if let Some(open) = conn.sessions.remove(&req.session_id) {
+        if let Some(open) = conn.sessions().remove(&req.session_id) {
             tokio::spawn(async move { crate::mcp::stop(&open).await });
         }
         let settings = values.remove(STORE_KEY);
@@ -139,9 +139,9 @@ pub(super) fn reopen<A: Agent>(
             if req.replay {
                 for (_, record) in &page {
                     if let Record::Update { update } = record
-                        && let Ok(Some(bytes)) = conn.codec.replayed(&state.id, update)
+                        && let Ok(Some(bytes)) = conn.codec().replayed(&state.id, update)
                     {
-                        let _ = conn.peer.send(Frame::new(bytes, None)).await;
+                        let _ = conn.peer().send(Frame::new(bytes, None)).await;
                     }
                 }
             }
@@ -156,10 +156,10 @@ pub(super) fn reopen<A: Agent>(
         // state, before the answer.
         let background = super::queue::background_terminal_ids(&state);
         for bytes in conn
-            .codec
+            .codec()
             .replayed_to_end(&state.id, req.replay, &background)
         {
-            let _ = conn.peer.send(Frame::new(bytes, None)).await;
+            let _ = conn.peer().send(Frame::new(bytes, None)).await;
         }
         let cx = Session::new(state.clone(), None).handling(Request::new(req.meta));
         cx.restore_settings(settings.as_ref());
@@ -224,7 +224,7 @@ pub(super) fn delete<A: Agent>(
         let deleted = match owner::sees(&*store, &conn, &req.session_id).await {
             Ok(true) => {
                 // Closing it cancels its turn.
-                conn.sessions.remove(&req.session_id);
+                conn.sessions().remove(&req.session_id);
                 store.delete(&req.session_id).await
             }
             Ok(false) => Ok(()),

@@ -33,10 +33,10 @@ pub(super) async fn take(
     conn: &Connection,
     id: &SessionId,
 ) -> Result<()> {
-    let ttl = conn.lease_ttl;
+    let (holder, ttl) = conn.lease();
     let deadline = Instant::now() + ttl + ttl / 10;
     loop {
-        if store.acquire_lease(id, &conn.lease_holder, ttl).await? {
+        if store.acquire_lease(id, holder, ttl).await? {
             return Ok(());
         }
         if Instant::now() >= deadline {
@@ -58,7 +58,8 @@ pub(super) fn keep(store: Arc<dyn SessionStore>, state: &Arc<SessionState>) {
     let conn = Arc::downgrade(&state.conn);
     let session = Arc::downgrade(state);
     let (id, ended) = (state.id.clone(), state.ended.clone());
-    let (holder, ttl) = (state.conn.lease_holder.clone(), state.conn.lease_ttl);
+    let (holder, ttl) = state.conn.lease();
+    let holder = holder.to_owned();
     tokio::spawn(async move {
         let mut renewed = Instant::now();
         loop {
@@ -85,7 +86,7 @@ pub(super) fn keep(store: Arc<dyn SessionStore>, state: &Arc<SessionState>) {
         // the same holder: its lease stays.
         let reopened = conn
             .upgrade()
-            .is_some_and(|conn| conn.sessions.get(&id).is_some());
+            .is_some_and(|conn| conn.sessions().get(&id).is_some());
         if !reopened && let Err(e) = store.release_lease(&id, &holder).await {
             debug!(session = %id, "could not release the session's lease ({e}); it expires");
         }
@@ -98,9 +99,9 @@ fn lose(conn: &Weak<Connection>, session: &Weak<SessionState>) {
     let (Some(conn), Some(session)) = (conn.upgrade(), session.upgrade()) else {
         return;
     };
-    match conn.sessions.get(&session.id) {
+    match conn.sessions().get(&session.id) {
         Some(open) if Arc::ptr_eq(&open, &session) => {
-            conn.sessions.remove(&session.id);
+            conn.sessions().remove(&session.id);
         }
         _ => session.close(),
     }

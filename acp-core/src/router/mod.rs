@@ -184,7 +184,7 @@ impl<A: Agent> Router<A> {
     /// Runs a handler's future as its own task, in flight until it ends; a panic in it
     /// answers `-32603`.
     fn spawn(&self, id: RequestId, fut: BoxFuture<'static, ()>, admission: Admission) {
-        let peer = self.conn.peer.clone();
+        let peer = self.conn.peer().clone();
         self.tasks.spawn(admitted(admission, async move {
             if let Err(panic) = AssertUnwindSafe(fut).catch_unwind().await {
                 let error = Error::panicked("the agent", panic.as_ref());
@@ -219,8 +219,8 @@ impl<A: Agent> Dispatch for Router<A> {
         params: Option<&RawValue>,
         admission: Admission,
     ) {
-        let peer = &self.conn.peer;
-        let version = self.conn.codec.version();
+        let peer = &self.conn.peer();
+        let version = self.conn.codec().version();
         let route =
             (self.routes.iter()).find(|r| r.names.of(version) == Some(method) && (r.gate)(self));
         let target = match route {
@@ -234,7 +234,7 @@ impl<A: Agent> Dispatch for Router<A> {
                 }
             },
         };
-        if method != methods::INITIALIZE && self.conn.client.get().is_none() {
+        if method != methods::INITIALIZE && !self.conn.is_initialized() {
             let error = schema::Error::new(
                 ErrorCode::InvalidRequest.into(),
                 format!("`{method}` was sent before `initialize`; call `initialize` first"),
@@ -303,8 +303,8 @@ pub(super) async fn answer<T: crate::protocol::Answer>(
     id: &RequestId,
     result: Result<T>,
 ) {
-    let bytes = conn.codec.answer(id, result);
-    let _ = conn.peer.send(Frame::new(bytes, None)).await;
+    let bytes = conn.codec().answer(id, result);
+    let _ = conn.peer().send(Frame::new(bytes, None)).await;
 }
 
 /// Parses a request's params, or the `-32602` error naming the field.

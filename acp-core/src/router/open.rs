@@ -100,16 +100,16 @@ pub(super) async fn open_session<A: Agent, T: OpenAnswer>(
         meta: setup.meta,
     };
     let session_id = state.id.clone();
-    if conn.peer.journal.store().is_none()
-        && let Some(user) = &conn.user
+    if conn.peer().journal.store().is_none()
+        && let Some(user) = conn.user()
     {
-        conn.owners.record(&session_id, user);
+        conn.owners().record(&session_id, user);
     }
     save(conn, &state, title).await;
-    if let Some(store) = conn.peer.journal.store() {
+    if let Some(store) = conn.peer().journal.store() {
         super::lease::keep(store.clone(), &state);
     }
-    conn.sessions.insert(state);
+    conn.sessions().insert(state);
     if T::COMMANDS_FIRST {
         send_commands(conn, &session_id, commands).await;
         answer(conn, id, Ok(response(opened))).await;
@@ -132,7 +132,7 @@ async fn send_commands(conn: &Connection, session: &SessionId, commands: Vec<Ava
     if let Ok((frame, _)) = conn.update_frame(session, &update)
         && !frame.is_empty()
     {
-        let _ = conn.peer.send(Frame::new(frame, None)).await;
+        let _ = conn.peer().send(Frame::new(frame, None)).await;
     }
 }
 
@@ -145,13 +145,13 @@ fn stored(state: &SessionState) -> StoredSession {
         title: None,
         updated_at: String::new(),
         created_at: String::new(),
-        owner: state.conn.user.clone(),
+        owner: state.conn.user().map(str::to_owned),
     }
 }
 
 /// Saves a new (or reopened) session's metadata; a failure is logged, the session goes on.
 pub(super) async fn save(conn: &Connection, state: &SessionState, title: Option<String>) {
-    if let Some(store) = conn.peer.journal.store() {
+    if let Some(store) = conn.peer().journal.store() {
         let mut session = stored(state);
         session.title = title;
         if let Err(e) = store.save_session(&session).await {

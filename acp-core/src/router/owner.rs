@@ -12,7 +12,7 @@ use crate::store::{ListFilter, SessionStore};
 
 /// `filter` narrowed to the connection's user's sessions, if it serves one.
 pub(super) fn listed<'a>(conn: &'a Connection, filter: ListFilter<'a>) -> ListFilter<'a> {
-    match conn.user.as_deref() {
+    match conn.user() {
         Some(user) => filter.owner(user),
         None => filter,
     }
@@ -26,7 +26,7 @@ pub(super) async fn sees(
     conn: &Connection,
     id: &SessionId,
 ) -> Result<bool> {
-    let Some(user) = conn.user.as_deref() else {
+    let Some(user) = conn.user() else {
         return Ok(true);
     };
     let session = store.session(id).await?;

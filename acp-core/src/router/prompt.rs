@@ -58,7 +58,7 @@ pub(super) fn start<A: Agent>(
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let state = r
         .conn
-        .sessions
+        .sessions()
         .get(&req.session_id)
         .ok_or_else(|| schema::Error::session_not_found(req.session_id.clone()))?;
     let queue = PromptQueue::of(&state);
@@ -68,12 +68,12 @@ pub(super) fn start<A: Agent>(
     {
         let conn = r.conn.clone();
         return Ok(Box::pin(async move {
-            if let Some(bytes) = conn.codec.accepted(&id, &message.0) {
-                let _ = conn.peer.send(Frame::new(bytes, None)).await;
+            if let Some(bytes) = conn.codec().accepted(&id, &message.0) {
+                let _ = conn.peer().send(Frame::new(bytes, None)).await;
             }
         }));
     }
-    let codec = &r.conn.codec;
+    let codec = &r.conn.codec();
     let place = match codec.queues_prompts() {
         // Bounded: beyond it the prompt is refused, and nothing of it is kept.
         true => Some(queue.admit(bytes).ok_or_else(|| too_many_waiting(&state))?),
@@ -86,7 +86,7 @@ pub(super) fn start<A: Agent>(
     let entry = match place {
         Some(place) => Entry::Queued(place),
         None => {
-            let turn = Arc::new(Turn::new(&r.conn.peer.turns));
+            let turn = Arc::new(Turn::new(&r.conn.peer().turns));
             if !state.start_turn(&turn) {
                 return Err(schema::Error::new(
                     ErrorCode::InvalidRequest.into(),
@@ -121,10 +121,10 @@ pub(super) fn start<A: Agent>(
                     };
                     // Out of the queue: its place is free for the next prompt.
                     drop(place);
-                    let turn = Arc::new(Turn::new(&conn.peer.turns));
+                    let turn = Arc::new(Turn::new(&conn.peer().turns));
                     if state.is_closed() || !state.start_turn(&turn) {
-                        let error = conn.codec.error(&id, &crate::Error::SessionClosed);
-                        let _ = conn.peer.send(Frame::new(error, None)).await;
+                        let error = conn.codec().error(&id, &crate::Error::SessionClosed);
+                        let _ = conn.peer().send(Frame::new(error, None)).await;
                         return;
                     }
                     (turn, Some(slot))
@@ -132,13 +132,13 @@ pub(super) fn start<A: Agent>(
             };
             lock(&prompts).insert(id.clone(), turn.clone());
             state.messages.end();
-            if let Some(bytes) = conn.codec.accepted(&id, &message.0) {
-                let _ = conn.peer.send(Frame::new(bytes, None)).await;
+            if let Some(bytes) = conn.codec().accepted(&id, &message.0) {
+                let _ = conn.peer().send(Frame::new(bytes, None)).await;
             }
             record_prompt(&state, &turn, &blocks, &message).await;
-            if let Some(bytes) = conn.codec.state(&state.id, protocol::State::Running) {
+            if let Some(bytes) = conn.codec().state(&state.id, protocol::State::Running) {
                 let _ = conn
-                    .peer
+                    .peer()
                     .send(Frame::new(bytes, Some(turn.sequence.clone())))
                     .await;
             }
@@ -153,7 +153,7 @@ pub(super) fn start<A: Agent>(
                 background: &|| queue::background_terminal_ids(&state),
             };
             let (frame, ended) = turn
-                .end(&conn.peer, &conn.codec, &state.id, ending, outcome)
+                .end(conn.peer(), conn.codec(), &state.id, ending, outcome)
                 .await;
             // Free the session before the answer leaves: a client may send its next prompt the
             // moment it reads the answer.
@@ -161,9 +161,9 @@ pub(super) fn start<A: Agent>(
             lock(&prompts).remove(&id);
             // The answer skips the writer's queue when nothing is waiting in it (the turn's
             // end is recorded after it, so a cancel's latency never waits on the store).
-            let _ = conn.peer.send_now(frame).await;
+            let _ = conn.peer().send_now(frame).await;
             if let Some(ended) = ended {
-                let _ = conn.peer.send(ended).await;
+                let _ = conn.peer().send(ended).await;
             }
             drop(slot);
         }
@@ -199,11 +199,11 @@ async fn wait_for_turn(
         // A cancel that came first wins over the slot it freed.
         biased;
         () = waiting.cancelled() => {
-            let error = conn.codec.error(id, &crate::Error::Cancelled);
-            let _ = conn.peer.send(Frame::new(error, None)).await;
+            let error = conn.codec().error(id, &crate::Error::Cancelled);
+            let _ = conn.peer().send(Frame::new(error, None)).await;
             None
         }
-        () = conn.peer.turns.cancelled() => None,
+        () = conn.peer().turns.cancelled() => None,
         slot = queue.turn.clone().lock_owned() => Some(slot),
     }
 }
@@ -221,8 +221,8 @@ pub(super) async fn record_prompt(
     message: &MessageId,
 ) {
     let conn = &state.conn;
-    let journal = &conn.peer.journal;
-    let echo = conn.codec.user_message(&state.id, message, blocks);
+    let journal = &conn.peer().journal;
+    let echo = conn.codec().user_message(&state.id, message, blocks);
     let records: Vec<Record> = match journal.is_recording() {
         true => blocks
             .iter()
@@ -235,13 +235,13 @@ pub(super) async fn record_prompt(
         let mut frame = recorded.unwrap_or_else(|| Frame::new(Vec::new(), None));
         frame.bytes = bytes;
         frame.sequence = Some(turn.sequence.clone());
-        let _ = conn.peer.send(frame).await;
+        let _ = conn.peer().send(frame).await;
         return;
     }
     let (Some(frame), Some(store)) = (recorded, journal.store()) else {
         return;
     };
-    if conn.peer.try_queue(frame).is_err()
+    if conn.peer().try_queue(frame).is_err()
         && let Err(e) = store.append(&state.id, &records).await
     {
         warn!(session = %state.id, "could not record the prompt: {e}");
@@ -297,16 +297,14 @@ pub(super) fn command_of<A: Agent>(
 
 pub(super) fn cancel<A: Agent>(r: &Router<A>, raw: Option<&RawValue>) {
     match params::<schema::CancelNotification>(methods::SESSION_CANCEL, raw) {
-        Ok(cancel) => match r.conn.sessions.get(&cancel.session_id) {
+        Ok(cancel) => match r.conn.sessions().get(&cancel.session_id) {
             Some(session) => {
                 debug!(session = %cancel.session_id, "cancel requested");
                 session.cancel_turn();
             }
             // A turn its client's previous connection left running, the same user's.
-            None if r.conn.detach.as_ref().is_some_and(|detach| {
-                detach
-                    .sessions
-                    .cancel(&cancel.session_id, r.conn.user.as_deref())
+            None if r.conn.detach().is_some_and(|detach| {
+                detach.sessions.cancel(&cancel.session_id, r.conn.user())
             }) =>
             {
                 debug!(session = %cancel.session_id, "cancelled a turn its client left running");

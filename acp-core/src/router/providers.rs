@@ -20,7 +20,7 @@ use crate::schema::{
 /// (always over stdio; on the network only when granted: the endpoints are the process's,
 /// shared by every user, and carry the operator's keys).
 pub(super) fn configurable<A: Agent>(r: &Router<A>) -> bool {
-    r.conn.grant.providers() && r.conn.extensions.get::<Endpoints>().is_some()
+    r.conn.grant().providers() && r.conn.services().get::<Endpoints>().is_some()
 }
 
 /// The three routes.
@@ -46,7 +46,7 @@ pub(super) fn requests<A: Agent>() -> [Route<A>; 3] {
 
 fn endpoints<A: Agent>(r: &Router<A>) -> Endpoints {
     r.conn
-        .extensions
+        .services()
         .get::<Endpoints>()
         .map(|e| (*e).clone())
         .unwrap_or_default()

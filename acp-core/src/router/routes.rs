@@ -205,7 +205,7 @@ fn initialize<A: Agent>(
     let asked: Asked = params(methods::INITIALIZE, raw)?;
     // A connection speaks the version its first `initialize` chose.
     #[cfg(feature = "v2")]
-    if match r.conn.codec.negotiated() {
+    if match r.conn.codec().negotiated() {
         None => asked.protocol_version >= ProtocolVersion::V2,
         Some(version) => version == crate::protocol::Version::V2,
     } {
@@ -215,12 +215,9 @@ fn initialize<A: Agent>(
     let _ = asked;
     let version = ProtocolVersion::V1;
     let req: schema::InitializeRequest = params(methods::INITIALIZE, raw)?;
-    r.conn.codec.negotiate(crate::protocol::Version::V1);
+    r.conn.codec().negotiate(crate::protocol::Version::V1);
     debug!(capabilities = ?req.client_capabilities, "initialized");
-    if r.conn.client.set(req.client_capabilities).is_err() {
-        debug!("`initialize` sent twice; keeping the first client capabilities");
-    }
-    let _ = r.conn.client_info.set(req.client_info);
+    r.conn.initialized(req.client_capabilities, req.client_info);
     // Where `cx.fs()` and `cx.terminal()` act, from what the client advertised.
     r.conn.choose_v1_backends();
     // What the runtime answers for every agent, beside what the agent advertises.

@@ -64,7 +64,7 @@ pub(super) fn load_session<A: Agent>(
         return Ok(history::reopen(r, id, reopen));
     }
     // Another user's session is answered as one that does not exist.
-    if !r.conn.owners.sees(&req.session_id, r.conn.user.as_deref()) {
+    if !r.conn.owners().sees(&req.session_id, r.conn.user()) {
         return Err(schema::Error::session_not_found(req.session_id));
     }
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
@@ -88,7 +88,7 @@ pub(super) fn load_session<A: Agent>(
 
 /// The open session `id`, or `-32002`.
 fn known(conn: &Connection, id: &SessionId) -> Result<Arc<SessionState>> {
-    conn.sessions
+    conn.sessions()
         .get(id)
         .ok_or_else(|| Error::from_rpc(schema::Error::session_not_found(id.clone())))
 }
@@ -140,7 +140,7 @@ pub(super) fn closing<A: Agent>(
 ) -> Result<Arc<SessionState>, schema::Error> {
     let req: schema::CloseSessionRequest = params(methods::SESSION_CLOSE, raw)?;
     r.conn
-        .sessions
+        .sessions()
         .remove(&req.session_id)
         .ok_or_else(|| schema::Error::session_not_found(req.session_id))
 }

@@ -40,7 +40,7 @@ fn target<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<(Target, Arc<SessionState>), schema::Error> {
     let target: Target = params(method, raw)?;
-    match r.conn.sessions.get(&target.session_id) {
+    match r.conn.sessions().get(&target.session_id) {
         Some(state) => Ok((target, state)),
         None => Err(schema::Error::session_not_found(target.session_id)),
     }
@@ -111,7 +111,7 @@ pub(super) fn initialize<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<Vec<u8>, schema::Error> {
     let req: schema::v2::InitializeRequest = params(methods::INITIALIZE, raw)?;
-    if !r.conn.codec.negotiate(Version::V2) {
+    if !r.conn.codec().negotiate(Version::V2) {
         return Err(schema::Error::new(
             ErrorCode::InvalidRequest.into(),
             "this connection was initialized with protocol v1; a connection speaks one version",
@@ -127,12 +127,11 @@ pub(super) fn initialize<A: Agent>(
                 .boolean(schema::BooleanConfigOptionCapabilities::new()),
         ),
     );
-    let _ = r.conn.client.set(client);
+    r.conn.initialized(client, None);
     // `cx.fs()` / `cx.terminal()` act on the agent's machine, inside the session's roots, and
     // its terminals are shown as v2's agent-owned terminals.
     r.conn.use_local_backend();
     super::v2_terminals::display(&r.conn);
-    let _ = r.conn.client_info.set(None);
     let response = initialize_response(r);
     Ok(jsonrpc::encode_result(id, &response))
 }

@@ -43,7 +43,7 @@ impl Behind {
 
 /// Shows the local terminals of `conn`'s sessions to its (v2) client.
 pub(super) fn display(conn: &Arc<Connection>) {
-    let peer = conn.peer.clone();
+    let peer = conn.peer().clone();
     let behind: Mutex<HashMap<String, Behind>> = Mutex::default();
     conn.observe_local_terminals(Arc::new(
         move |t: &LocalTerminal, event: TerminalEvent<'_>| {

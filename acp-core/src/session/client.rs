@@ -95,7 +95,7 @@ impl Client {
 
     /// The client's name, title and version (`clientInfo`), if it sent them.
     pub fn info(&self) -> Option<&Implementation> {
-        self.conn.client_info.get().and_then(Option::as_ref)
+        self.conn.client_info()
     }
 
     /// The user the network service serves this connection as, when it names users
@@ -105,22 +105,20 @@ impl Client {
     /// user's session only where it knows the owner (the store's, or one opened on this
     /// server).
     pub fn user(&self) -> Option<&str> {
-        self.conn.user.as_deref()
+        self.conn.user()
     }
 
     /// Whether the client completed `authenticate` on this connection (and did not `logout`
     /// since).
     pub fn has_authenticated(&self) -> bool {
-        self.conn
-            .authenticated
-            .load(std::sync::atomic::Ordering::Acquire)
+        self.conn.is_authenticated()
     }
 
     /// A handle of the session `id`, if it is open on this connection: updates sent through
     /// it are not part of any prompt turn (see [`Session::detached`]).
     pub fn session(&self, id: &SessionId) -> Option<Session> {
         self.conn
-            .sessions
+            .sessions()
             .get(id)
             .map(|state| Session::new(state, None))
     }
@@ -158,7 +156,7 @@ impl Client {
     pub async fn ext_notify<P: Serialize>(&self, method: &str, params: &P) -> Result<()> {
         extension_name(method)?;
         let bytes = crate::jsonrpc::encode_notification(method, params)?;
-        self.conn.peer.send(Frame::new(bytes, None)).await
+        self.conn.peer().send(Frame::new(bytes, None)).await
     }
 }
 

@@ -164,7 +164,7 @@ pub(crate) enum Notify {
 impl Session {
     fn settings(&self) -> Arc<Settings> {
         self.connection()
-            .extensions
+            .services()
             .get::<Settings>()
             .unwrap_or_default()
     }
@@ -263,7 +263,7 @@ impl Session {
 
     /// Saves the session's settings in the session store, if there is one.
     async fn save_settings(&self, settings: &Settings) {
-        let Some(store) = self.connection().peer.journal.store() else {
+        let Some(store) = self.connection().peer().journal.store() else {
             return;
         };
         let saved = self.state.settings.saved(settings);

@@ -203,7 +203,7 @@ impl Session {
         }
         let params = CompleteElicitationNotification::new(id.clone());
         let bytes = crate::jsonrpc::encode_notification(methods::ELICITATION_COMPLETE, &params)?;
-        self.connection().peer.send(Frame::new(bytes, None)).await
+        self.connection().peer().send(Frame::new(bytes, None)).await
     }
 
     fn elicitation_supported(

@@ -107,7 +107,7 @@ impl Fs<'_> {
             let path = self.path(path)?;
             let anchor = self.anchor(&path)?;
             self.cx.check_usable()?;
-            let files = self.cx.connection().local_files.as_ref();
+            let files = self.cx.connection().local_files();
             return local::fs::read(files, anchor, &path, line, limit).await;
         }
         let params = schema::ReadTextFileRequest::new(self.cx.id().clone(), self.path(path)?)
@@ -131,7 +131,7 @@ impl Fs<'_> {
             let path = self.path(path)?;
             let anchor = self.anchor(&path)?;
             self.cx.check_usable()?;
-            let files = self.cx.connection().local_files.as_ref();
+            let files = self.cx.connection().local_files();
             return local::fs::write(files, anchor, &path, &content.into()).await;
         }
         let params = schema::WriteTextFileRequest::new(
@@ -156,7 +156,7 @@ impl Fs<'_> {
         }
         self.cx
             .connection()
-            .grant
+            .grant()
             .anchor_of(path)
             .ok_or_else(|| Error::OutsideRoots {
                 path: path.to_path_buf(),

@@ -32,7 +32,7 @@ pub(crate) use messages::user_chunk;
 pub use persist::{Persist, Persisted};
 pub(crate) use settings::list;
 pub use settings::{Choice, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Modes, Settings};
-pub(crate) use state::{Connection, DEFAULT_LEASE_TTL, SessionState};
+pub(crate) use state::{Connection, DEFAULT_LEASE_TTL, Parts, SessionState};
 pub use terminal::{Terminal, Terminals};
 pub(crate) use tool_call::adopting;
 pub use tool_call::{ToolCallBuilder, ToolCallGuard, in_tool_call};
@@ -313,7 +313,7 @@ impl Session {
         self.state.messages.stamp(&mut update);
         account::fit_tool_call(&mut update);
         let conn = &self.state.conn;
-        let journal = &conn.peer.journal;
+        let journal = &conn.peer().journal;
         // A title for `session/list`.
         let title = match &update {
             SessionUpdate::SessionInfoUpdate(info) if journal.is_recording() => match &info.title {
@@ -343,7 +343,7 @@ impl Session {
         }
         let sequence = self.turn.as_ref().map(|t| t.sequence.clone());
         let frame = Frame::new(bytes, sequence).recorded(record);
-        self.state.conn.peer.send(frame).await
+        self.state.conn.peer().send(frame).await
     }
 
     /// What a request to the client checks first, for work done locally instead: fails with
@@ -410,9 +410,9 @@ impl Session {
         if turn.is_closing() {
             return;
         }
-        if let Some(bytes) = conn.codec.state(&self.state.id, state) {
+        if let Some(bytes) = conn.codec().state(&self.state.id, state) {
             let _ = conn
-                .peer
+                .peer()
                 .send(Frame::new(bytes, Some(turn.sequence.clone())))
                 .await;
         }

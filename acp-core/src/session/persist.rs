@@ -127,7 +127,7 @@ impl SessionState {
     /// Saves the persisted values changed since the last save into the session store (none:
     /// nothing to do). Failures are logged: the turn's answer is not held back by them.
     pub(crate) async fn save_persisted(&self) {
-        let Some(store) = self.conn.peer.journal.store() else {
+        let Some(store) = self.conn.peer().journal.store() else {
             return;
         };
         let in_use = lock(&self.persisted.in_use).clone();

@@ -63,37 +63,57 @@ impl std::fmt::Debug for TypeMap {
     }
 }
 
-/// Everything the sessions of one connection share.
+/// Everything the sessions of one connection share, as typed parts with private fields: the
+/// peer (JSON-RPC with the client), the codec (the protocol version, the only writer of
+/// frames), the recorder (the peer's journal and its store), the client as `initialize`
+/// described it, the session registry, the services layers above this one attach (the
+/// agent's tools, the MCP settings, the agent's settings, the model endpoints: see
+/// [`services`](Self::services)), where `cx.fs()` / `cx.terminal()` act, and what the
+/// operator granted the client.
 #[derive(Debug)]
 pub(crate) struct Connection {
-    pub peer: Arc<Peer>,
-    /// The protocol version the connection speaks, as the writer of its frames: nothing
-    /// else on the connection knows the version.
-    pub codec: Codec,
+    peer: Arc<Peer>,
+    codec: Codec,
+    client: ClientState,
+    sessions: Registry,
+    services: TypeMap,
+    local: Local,
+    /// Who this connection is when it takes a session's ownership lease in the store
+    /// ([`SessionStore::acquire_lease`](crate::store::SessionStore::acquire_lease)): unique
+    /// across processes.
+    lease_holder: String,
+    parts: Parts,
+}
+
+/// What the client said of itself in `initialize`, and whether it signed in.
+#[derive(Debug, Default)]
+struct ClientState {
     /// What the client said it supports, once it said it.
-    pub client: OnceLock<schema::ClientCapabilities>,
+    capabilities: OnceLock<schema::ClientCapabilities>,
     /// The client's `clientInfo`, once it sent `initialize`.
-    pub client_info: OnceLock<Option<schema::Implementation>>,
+    info: OnceLock<Option<schema::Implementation>>,
     /// The client completed `authenticate` (and did not `logout` since).
-    pub authenticated: AtomicBool,
-    /// The sessions of this connection.
-    pub sessions: Registry,
-    /// Values layers above this one attach to the connection (e.g. the agent's tools).
-    pub extensions: TypeMap,
+    authenticated: AtomicBool,
+}
+
+/// Where `cx.fs()` / `cx.terminal()` act.
+#[derive(Debug, Default)]
+struct Local {
+    /// Chosen when the connection is initialized.
+    backends: OnceLock<Backends>,
+    /// Watches every local terminal of the connection (see [`TerminalObserver`]).
+    terminal_observer: ObserverSlot,
+}
+
+/// What the server gives each of its connections.
+#[derive(Debug, Clone)]
+pub(crate) struct Parts {
     /// [`Server::local_fallback`](crate::Server::local_fallback): in v1, `cx.fs()` /
     /// `cx.terminal()` act locally where the client lacks the capability.
     pub local_fallback: bool,
     /// Where the local backend keeps files instead of this machine's disk (the test client's
     /// in-memory file system); `None`: the disk.
     pub local_files: Option<Arc<dyn super::local::fs::Files>>,
-    /// Where `cx.fs()` / `cx.terminal()` act, chosen when the connection is initialized.
-    backends: OnceLock<Backends>,
-    /// Watches every local terminal of the connection (see [`TerminalObserver`]).
-    terminal_observer: ObserverSlot,
-    /// Who this connection is when it takes a session's ownership lease in the store
-    /// ([`SessionStore::acquire_lease`](crate::store::SessionStore::acquire_lease)): unique
-    /// across processes.
-    pub lease_holder: String,
     /// How long a lease lasts unless renewed ([`Server::session_lease`](crate::Server::session_lease)).
     pub lease_ttl: std::time::Duration,
     /// Set when the connection's turns keep running after its client went away
@@ -111,24 +131,11 @@ pub(crate) struct Connection {
     pub owners: Arc<super::registry::Owners>,
 }
 
-impl Connection {
-    pub fn new(peer: Arc<Peer>) -> Self {
-        Connection {
-            peer,
-            codec: Codec::default(),
-            client: OnceLock::new(),
-            client_info: OnceLock::new(),
-            authenticated: AtomicBool::new(false),
-            sessions: Registry::default(),
-            extensions: TypeMap::default(),
+impl Default for Parts {
+    fn default() -> Self {
+        Parts {
             local_fallback: false,
             local_files: None,
-            backends: OnceLock::new(),
-            terminal_observer: ObserverSlot::default(),
-            lease_holder: {
-                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-                super::registry::process_unique("conn", &NEXT)
-            },
             lease_ttl: DEFAULT_LEASE_TTL,
             detach: None,
             user: None,
@@ -136,14 +143,119 @@ impl Connection {
             owners: Arc::default(),
         }
     }
+}
+
+impl Connection {
+    /// A connection over `peer`, with what its server gives it.
+    pub fn new(peer: Arc<Peer>, parts: Parts) -> Self {
+        Connection {
+            peer,
+            codec: Codec::default(),
+            client: ClientState::default(),
+            sessions: Registry::default(),
+            services: TypeMap::default(),
+            local: Local::default(),
+            lease_holder: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                super::registry::process_unique("conn", &NEXT)
+            },
+            parts,
+        }
+    }
+
+    /// JSON-RPC with the client: the output queue, requests to it, the journal.
+    pub fn peer(&self) -> &Arc<Peer> {
+        &self.peer
+    }
+
+    /// The protocol version the connection speaks, as the writer of its frames: nothing else
+    /// on the connection knows the version.
+    pub fn codec(&self) -> &Codec {
+        &self.codec
+    }
+
+    /// The sessions of this connection.
+    pub fn sessions(&self) -> &Registry {
+        &self.sessions
+    }
+
+    /// Values the layers above sessions attach to the connection, one per type, each typed by
+    /// the layer that owns it (the agent's tools, the MCP settings, the agent's settings, the
+    /// model endpoints); never the author's (theirs are per session, `cx.state::<T>()`).
+    pub fn services(&self) -> &TypeMap {
+        &self.services
+    }
+
+    /// Takes what `initialize` said of the client: its capabilities (the first ones stay: a
+    /// second `initialize` is logged) and its `clientInfo`.
+    pub fn initialized(
+        &self,
+        capabilities: schema::ClientCapabilities,
+        info: Option<schema::Implementation>,
+    ) {
+        if self.client.capabilities.set(capabilities).is_err() {
+            tracing::debug!("`initialize` sent twice; keeping the first client capabilities");
+        }
+        let _ = self.client.info.set(info);
+    }
+
+    /// Whether the client sent `initialize`.
+    pub fn is_initialized(&self) -> bool {
+        self.client.capabilities.get().is_some()
+    }
+
+    /// The client's `clientInfo`, if it sent one.
+    pub fn client_info(&self) -> Option<&schema::Implementation> {
+        self.client.info.get().and_then(Option::as_ref)
+    }
+
+    /// Records that the client signed in (`authenticate`) or out (`logout`).
+    pub fn set_authenticated(&self, yes: bool) {
+        self.client.authenticated.store(yes, Ordering::Release);
+    }
+
+    /// Whether the client signed in and did not sign out since.
+    pub fn is_authenticated(&self) -> bool {
+        self.client.authenticated.load(Ordering::Acquire)
+    }
+
+    /// The user this connection serves, if the network service names users.
+    pub fn user(&self) -> Option<&str> {
+        self.parts.user.as_deref()
+    }
+
+    /// What the operator granted this connection's client.
+    pub fn grant(&self) -> &super::grant::Grant {
+        &self.parts.grant
+    }
+
+    /// Who opened the sessions of the server when it keeps no store.
+    pub fn owners(&self) -> &super::registry::Owners {
+        &self.parts.owners
+    }
+
+    /// Set when the connection's turns keep running after its client went away.
+    pub fn detach(&self) -> Option<&super::detached::Detach> {
+        self.parts.detach.as_ref()
+    }
+
+    /// Who this connection is when it takes a session's lease, and how long a lease lasts.
+    pub fn lease(&self) -> (&str, std::time::Duration) {
+        (&self.lease_holder, self.parts.lease_ttl)
+    }
+
+    /// Where the local backend keeps files instead of the disk, if not the disk.
+    pub fn local_files(&self) -> Option<&Arc<dyn super::local::fs::Files>> {
+        self.parts.local_files.as_ref()
+    }
 
     /// Chooses where `cx.fs()` / `cx.terminal()` act for a protocol v1 client, from the
     /// capabilities it advertised in `initialize` (see [`Backends::v1`]). A choice made
     /// before stays (a second `initialize`, or [`use_local_backend`](Self::use_local_backend)).
     pub fn choose_v1_backends(&self) {
-        let _ = self.backends.set(Backends::v1(
+        let _ = self.local.backends.set(Backends::v1(
             self.client_capabilities(),
-            self.local_fallback,
+            self.parts.local_fallback,
         ));
     }
 
@@ -153,13 +265,13 @@ impl Connection {
     /// before any session exists; the first choice made stays.
     #[allow(dead_code)] // For the v2 connection.
     pub fn use_local_backend(&self) {
-        let _ = self.backends.set(Backends::local());
+        let _ = self.local.backends.set(Backends::local());
     }
 
     /// Where `cx.fs()` / `cx.terminal()` act (the client's methods until the connection is
     /// initialized).
     pub fn backends(&self) -> Backends {
-        self.backends.get().copied().unwrap_or_default()
+        self.local.backends.get().copied().unwrap_or_default()
     }
 
     /// Calls `observer` with everything that happens to this connection's local terminals
@@ -167,12 +279,12 @@ impl Connection {
     /// `terminal_update` / `terminal_output_chunk`.
     #[allow(dead_code)] // For the v2 encoder.
     pub fn observe_local_terminals(&self, observer: TerminalObserver) {
-        self.terminal_observer.set(observer);
+        self.local.terminal_observer.set(observer);
     }
 
     /// The observer of local terminals, if one was set.
     pub fn terminal_observer(&self) -> Option<TerminalObserver> {
-        self.terminal_observer.get()
+        self.local.terminal_observer.get()
     }
 
     /// The directories of a session the client opens (`cwd`, `additionalDirectories`):
@@ -184,7 +296,7 @@ impl Connection {
         cwd: std::path::PathBuf,
         additional: Vec<std::path::PathBuf>,
     ) -> Result<Roots, schema::Error> {
-        self.grant.check_roots(Roots::new(cwd, additional)?)
+        self.parts.grant.check_roots(Roots::new(cwd, additional)?)
     }
 
     /// The `session/update` frame carrying `update` of `session`, in the connection's
@@ -215,6 +327,7 @@ impl Connection {
     pub fn client_capabilities(&self) -> &schema::ClientCapabilities {
         static NONE: OnceLock<schema::ClientCapabilities> = OnceLock::new();
         self.client
+            .capabilities
             .get()
             .unwrap_or_else(|| NONE.get_or_init(schema::ClientCapabilities::default))
     }

@@ -119,7 +119,7 @@ impl<'a> Terminals<'a> {
             .as_deref()
             .map_or_else(|| roots.cwd.clone(), |cwd| roots.absolute(cwd));
         // A network client's commands run only in the directories granted to it.
-        let grant = &self.cx.state.conn.grant;
+        let grant = &self.cx.state.conn.grant();
         if grant.confined() {
             let resolved = crate::session::grant::resolve_existing(&cwd);
             if grant.anchor_of(&resolved).is_none() {
@@ -132,7 +132,7 @@ impl<'a> Terminals<'a> {
         // Stopped with the turn it was created in; outside a turn, with the connection.
         let stop = match &self.cx.turn {
             Some(turn) => turn.cancel.clone(),
-            None => self.cx.state.conn.peer.closed.clone(),
+            None => self.cx.state.conn.peer().closed.clone(),
         };
         let observer = self.cx.state.conn.terminal_observer();
         let local = LocalTerminal::spawn(&req, cwd, grant, stop, observer)?;

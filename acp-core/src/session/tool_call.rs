@@ -452,7 +452,7 @@ impl Drop for ToolCallGuard {
         };
         let frame =
             Frame::new(bytes, self.cx.turn.as_ref().map(|t| t.sequence.clone())).recorded(record);
-        if conn.peer.try_send(frame) {
+        if conn.peer().try_send(frame) {
             self.forget();
         }
     }

@@ -103,7 +103,7 @@ pub(crate) struct SessionTools(pub Arc<dyn ExtraTools>);
 impl Session {
     fn tool_host(&self) -> Option<Arc<dyn ToolHost>> {
         self.connection()
-            .extensions
+            .services()
             .get::<Tools>()
             .map(|t| t.0.clone())
     }
