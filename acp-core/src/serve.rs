@@ -19,7 +19,7 @@ use crate::session::grant::Grant;
 use crate::store::SessionStore;
 use crate::tools::Tools;
 use crate::transport::lines::DEFAULT_MAX_LINE;
-use crate::transport::{LineReader, stdio};
+use crate::transport::{LineReader, Sink, Source, stdio};
 use crate::{Error, Result};
 
 /// How long the last answers may take to reach a client that closed our input, after the
@@ -358,7 +358,7 @@ impl<A: Agent> Server<A> {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         self.into_shared()
-            .serve(reader, writer, None, Grant::host())
+            .serve(reader, writer, Grant::host())
             .await
     }
 
@@ -488,23 +488,36 @@ impl<A: Agent> Shared<A> {
         self.store.clone()
     }
 
-    /// Serves one connection over a byte stream pair, for `user` if the network service
-    /// named one (see `Connection::user`), with what the operator granted its client
-    /// (everything over stdio): see [`serve`].
-    pub(crate) async fn serve<R, W>(
-        &self,
-        reader: R,
-        writer: W,
-        user: Option<String>,
-        grant: Grant,
-    ) -> Result<()>
+    /// The longest message accepted, in bytes.
+    #[cfg(feature = "http")]
+    pub(crate) fn max_line(&self) -> usize {
+        self.max_line
+    }
+
+    /// Serves one connection over a byte stream pair (one message per line each way), with
+    /// what the operator granted its client (everything over stdio): see [`serve`].
+    pub(crate) async fn serve<R, W>(&self, reader: R, writer: W, grant: Grant) -> Result<()>
     where
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        let lines = LineReader::new(reader, self.max_line);
+        self.serve_on(lines, Sink::lines(writer), None, grant).await
+    }
+
+    /// Serves one connection reading messages from `input` and handing them to `output`, for
+    /// `user` if the network service named one (see `Connection::user`), with what the
+    /// operator granted its client: see [`serve`].
+    pub(crate) async fn serve_on(
+        &self,
+        input: impl Source,
+        output: Sink,
+        user: Option<String>,
+        grant: Grant,
+    ) -> Result<()> {
         let Shared {
             agent,
-            max_line,
+            max_line: _,
             max_in_flight,
             store,
             mcp_timeout,
@@ -519,8 +532,7 @@ impl<A: Agent> Shared<A> {
             llm_providers,
         } = self;
         let lease_ttl = *lease_ttl;
-        let (agent, max_line, max_in_flight, store) =
-            (agent.clone(), *max_line, *max_in_flight, store.clone());
+        let (agent, max_in_flight, store) = (agent.clone(), *max_in_flight, store.clone());
         let (mcp_timeout, mcp_permission, local_fallback, local_files) = (
             *mcp_timeout,
             *mcp_permission,
@@ -536,7 +548,7 @@ impl<A: Agent> Shared<A> {
             .check()
             .map_err(|e| Error::msg(format!("the agent's settings are invalid: {e}")))?;
         let journal = Journal::new(store);
-        let (peer, queue) = Peer::new(writer, max_in_flight, journal, detach.is_some());
+        let (peer, queue) = Peer::new(output, max_in_flight, journal, detach.is_some());
         let mut conn = Connection::new(peer.clone());
         conn.detach = detach.clone();
         conn.local_fallback = local_fallback;
@@ -559,7 +571,7 @@ impl<A: Agent> Shared<A> {
         }
         let writer_task = tokio::spawn(write_loop(queue, peer.clone()).instrument(span.clone()));
         let router = Router::new(agent, conn.clone(), Arc::new(settings));
-        let read = read_loop(LineReader::new(reader, max_line), &peer, &router)
+        let read = read_loop(input, &peer, &router)
             .instrument(span.clone())
             .await;
 

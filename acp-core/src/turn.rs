@@ -16,6 +16,7 @@ use crate::peer::{Frame, Peer, Sequence, turn_ended};
 use crate::protocol::{account, v1};
 use crate::schema::{SessionId, StopReason, ToolCallId, Usage};
 use crate::sync::lock;
+use crate::transport::Route;
 use crate::{Error, Result};
 
 /// How long a cancelled turn may keep running to wind down before it is dropped.
@@ -150,13 +151,20 @@ impl Turn {
         for call in open {
             let update = account::tool_call_failed(&call, message);
             if let Ok((bytes, record)) = peer.journal.session_update(session, &update) {
-                let frame = Frame::new(bytes, Some(self.sequence.clone())).recorded(record);
+                let frame = Frame::new(bytes, Some(self.sequence.clone()))
+                    .of_session(session)
+                    .recorded(record);
                 let _ = peer.send(frame).await;
             }
         }
         self.closing.store(true, Ordering::Release);
         debug!(cancelled, ok = outcome.is_ok(), "turn finished");
         let usage = lock(&self.usage).take();
+        let route = match &ending {
+            Ending::Answer { id, .. } => Route::Answer((*id).clone()),
+            #[cfg(feature = "v2")]
+            Ending::Idle { .. } => Route::Session(session.clone()),
+        };
         let (bytes, stop) = match ending {
             Ending::Answer { id, meta } => v1::prompt_answer(id, outcome, cancelled, meta, usage),
             #[cfg(feature = "v2")]
@@ -171,7 +179,10 @@ impl Turn {
             .as_ref()
             .and_then(turn_ended)
             .and_then(|ended| peer.journal.records_only(session, &[ended]));
-        (Frame::ending(bytes, self.sequence.clone()), ended)
+        (
+            Frame::ending(bytes, self.sequence.clone()).routed(route),
+            ended,
+        )
     }
 }
 

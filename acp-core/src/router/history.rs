@@ -194,7 +194,8 @@ pub(super) fn reopen<A: Agent>(
                             update,
                         )
                     {
-                        let _ = conn.peer.send(Frame::new(bytes, None)).await;
+                        let frame = Frame::new(bytes, None).of_session(&state.id);
+                        let _ = conn.peer.send(frame).await;
                     }
                 }
             }
@@ -217,7 +218,10 @@ pub(super) fn reopen<A: Agent>(
                 &super::queue::background_terminal_ids(&state),
             );
             for bytes in complete.into_iter().chain(idle) {
-                let _ = conn.peer.send(Frame::new(bytes, None)).await;
+                let _ = conn
+                    .peer
+                    .send(Frame::new(bytes, None).of_session(&state.id))
+                    .await;
             }
         }
         let cx = Session::new(state.clone(), None).handling(Request::new(req.meta));

@@ -149,10 +149,10 @@ impl<A: Agent> Router<A> {
             if let Err(panic) = AssertUnwindSafe(fut).catch_unwind().await {
                 let error = Error::panicked("the agent", panic.as_ref());
                 let _ = peer
-                    .send(Frame::new(
-                        jsonrpc::encode_error(&id, &error.to_rpc()),
-                        None,
-                    ))
+                    .send(
+                        Frame::new(jsonrpc::encode_error(&id, &error.to_rpc()), None)
+                            .answering(&id),
+                    )
                     .await;
             }
         }));
@@ -180,6 +180,10 @@ impl<A: Agent> Dispatch for Router<A> {
         admission: Admission,
     ) {
         let peer = &self.conn.peer;
+        // The transport RFD's one exception: answered on the connection, not the session.
+        if method == methods::SESSION_LOAD {
+            peer.answer_on_connection(&id);
+        }
         let table = match self.conn.peer.journal.version() {
             crate::protocol::Version::V1 => &self.routes,
             #[cfg(feature = "v2")]
@@ -208,7 +212,7 @@ impl<A: Agent> Dispatch for Router<A> {
             Target::Ext(method) => self.ext_request(id, method, params, admission),
             Target::Route(route) => match &route.handler {
                 Handler::Inline(answer) => match answer(self, &id, params) {
-                    Ok(bytes) => peer.reply(Frame::new(bytes, None), admission),
+                    Ok(bytes) => peer.reply(Frame::new(bytes, None).answering(&id), admission),
                     Err(e) => peer.reply_error(&id, e, admission),
                 },
                 Handler::Spawned(start) => match start(self, id.clone(), params) {

@@ -129,13 +129,13 @@ pub(super) async fn answer<T: Serialize>(conn: &Connection, id: &RequestId, resu
             result.and_then(|value| Ok(crate::protocol::v2::result(serde_json::to_value(value)?)));
         let _ = conn
             .peer
-            .send(Frame::new(v1::answer(id, result), None))
+            .send(Frame::new(v1::answer(id, result), None).answering(id))
             .await;
         return;
     }
     let _ = conn
         .peer
-        .send(Frame::new(v1::answer(id, result), None))
+        .send(Frame::new(v1::answer(id, result), None).answering(id))
         .await;
 }
 

@@ -206,7 +206,10 @@ async fn send_commands(conn: &Connection, session: &SessionId, commands: Vec<Ava
     if let Ok((frame, _)) = conn.peer.journal.session_update(session, &update)
         && !frame.is_empty()
     {
-        let _ = conn.peer.send(Frame::new(frame, None)).await;
+        let _ = conn
+            .peer
+            .send(Frame::new(frame, None).of_session(session))
+            .await;
     }
 }
 

@@ -413,7 +413,7 @@ fn prompt<A: Agent>(
         let conn = r.conn.clone();
         return Ok(Box::pin(async move {
             let bytes = v2::prompt_answer(&id, &message.0);
-            let _ = conn.peer.send(Frame::new(bytes, None)).await;
+            let _ = conn.peer.send(Frame::new(bytes, None).answering(&id)).await;
         }));
     }
     // A bounded queue: beyond it the prompt is refused, and nothing of it is kept.
@@ -454,7 +454,8 @@ fn prompt<A: Agent>(
                 biased;
                 () = waiting.cancelled() => {
                     let e = crate::Error::Cancelled.to_rpc();
-                    let _ = peer.send(Frame::new(jsonrpc::encode_error(&id, &e), None)).await;
+                    let frame = Frame::new(jsonrpc::encode_error(&id, &e), None).answering(&id);
+                    let _ = peer.send(frame).await;
                     return;
                 }
                 // The connection's turns are cancelled: nothing more runs.
@@ -467,19 +468,19 @@ fn prompt<A: Agent>(
             if state.is_closed() || !state.start_turn(&turn) {
                 let e = crate::Error::SessionClosed.to_rpc();
                 let _ = peer
-                    .send(Frame::new(jsonrpc::encode_error(&id, &e), None))
+                    .send(Frame::new(jsonrpc::encode_error(&id, &e), None).answering(&id))
                     .await;
                 return;
             }
             lock(&prompts).insert(id.clone(), turn.clone());
             state.messages.end();
             let _ = peer
-                .send(Frame::new(v2::prompt_answer(&id, &message.0), None))
+                .send(Frame::new(v2::prompt_answer(&id, &message.0), None).answering(&id))
                 .await;
             echo(&state, &turn, &blocks, &message).await;
             if let Ok(running) = v2::state_update(&state.id, crate::protocol::State::Running) {
                 let _ = peer
-                    .send(Frame::new(running, Some(turn.sequence.clone())))
+                    .send(Frame::new(running, Some(turn.sequence.clone())).of_session(&state.id))
                     .await;
             }
             let request = Request::new(prompt.meta().cloned());
@@ -537,7 +538,7 @@ async fn echo(
             frame.sequence = Some(turn.sequence.clone());
             frame
         }
-        None => Frame::new(bytes, Some(turn.sequence.clone())),
+        None => Frame::new(bytes, Some(turn.sequence.clone())).of_session(&state.id),
     };
     let _ = peer.send(frame).await;
 }

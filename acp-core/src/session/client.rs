@@ -150,7 +150,7 @@ impl Client {
         extension_name(method)?;
         self.conn
             .peer
-            .request(method, params, self.cancel.as_ref())
+            .request(method, params, self.cancel.as_ref(), None)
             .await
     }
 
