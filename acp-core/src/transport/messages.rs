@@ -59,19 +59,17 @@ impl Messages {
 }
 
 impl Source for Messages {
-    fn next(&mut self) -> impl Future<Output = std::io::Result<Option<Line<'_>>>> + Send {
-        async move {
-            loop {
-                let Some(message) = self.rx.recv().await else {
-                    return Ok(None);
-                };
-                if message.len() > self.max {
-                    return Ok(Some(Line::TooLong));
-                }
-                self.current = message;
-                if !self.current.trim_ascii().is_empty() {
-                    return Ok(Some(Line::Message(self.current.trim_ascii())));
-                }
+    async fn next(&mut self) -> std::io::Result<Option<Line<'_>>> {
+        loop {
+            let Some(message) = self.rx.recv().await else {
+                return Ok(None);
+            };
+            if message.len() > self.max {
+                return Ok(Some(Line::TooLong));
+            }
+            self.current = message;
+            if !self.current.trim_ascii().is_empty() {
+                return Ok(Some(Line::Message(self.current.trim_ascii())));
             }
         }
     }
