@@ -6,7 +6,10 @@
 //! message [`Source`] and [`Sink`] pair.
 
 pub(crate) mod lines;
+// The message side of both is the network service's (feature `http`).
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) mod messages;
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) mod sink;
 pub(crate) mod stdio;
 
