@@ -11,8 +11,9 @@ use tokio::sync::mpsc;
 
 use super::{Line, LineReader};
 
-/// Messages a network connection may hand over before it waits for the runtime to read.
-const QUEUED_MESSAGES: usize = 16;
+/// Messages a network connection may hand over before it waits for the runtime to read (each
+/// at most the network's body limit: a message is already in memory when it is handed over).
+const QUEUED_MESSAGES: usize = 8;
 
 /// Where the runtime reads its messages from.
 pub(crate) trait Source: Send {
