@@ -111,9 +111,11 @@ impl Frame {
     }
 
     /// The same frame, recorded in the session store (if there is one) before it is written;
-    /// a recorded frame is of the record's session.
+    /// a recorded frame not routed yet is of the record's session.
     pub fn recorded(mut self, record: Option<Journaled>) -> Self {
-        if let Some(record) = &record {
+        if let Some(record) = &record
+            && self.route == Route::Connection
+        {
             self.route = Route::Session(record.session.clone());
         }
         self.record = record;
