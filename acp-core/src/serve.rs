@@ -19,7 +19,7 @@ use crate::session::{Connection, Parts};
 use crate::store::SessionStore;
 use crate::tools::Tools;
 use crate::transport::lines::DEFAULT_MAX_LINE;
-use crate::transport::{LineReader, stdio};
+use crate::transport::{LineReader, Sink, Source, stdio};
 use crate::{Error, Result};
 
 /// How long the last answers may take to reach a client that closed our input, after the
@@ -358,7 +358,7 @@ impl<A: Agent> Server<A> {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         self.into_shared()
-            .serve(reader, writer, None, Grant::host())
+            .serve(reader, writer, Grant::host())
             .await
     }
 
@@ -488,23 +488,36 @@ impl<A: Agent> Shared<A> {
         self.store.clone()
     }
 
-    /// Serves one connection over a byte stream pair, for `user` if the network service
-    /// named one (see `Connection::user`), with what the operator granted its client
-    /// (everything over stdio): see [`serve`].
-    pub(crate) async fn serve<R, W>(
-        &self,
-        reader: R,
-        writer: W,
-        user: Option<String>,
-        grant: Grant,
-    ) -> Result<()>
+    /// The longest message accepted, in bytes.
+    #[cfg(feature = "http")]
+    pub(crate) fn max_line(&self) -> usize {
+        self.max_line
+    }
+
+    /// Serves one connection over a byte stream pair (one message per line each way), with
+    /// what the operator granted its client (everything over stdio): see [`serve`].
+    pub(crate) async fn serve<R, W>(&self, reader: R, writer: W, grant: Grant) -> Result<()>
     where
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        let lines = LineReader::new(reader, self.max_line);
+        self.serve_on(lines, Sink::lines(writer), None, grant).await
+    }
+
+    /// Serves one connection reading messages from `input` and handing them to `output`, for
+    /// `user` if the network service named one (see `Connection::user`), with what the
+    /// operator granted its client: see [`serve`].
+    pub(crate) async fn serve_on(
+        &self,
+        input: impl Source,
+        output: Sink,
+        user: Option<String>,
+        grant: Grant,
+    ) -> Result<()> {
         let Shared {
             agent,
-            max_line,
+            max_line: _,
             max_in_flight,
             store,
             mcp_timeout,
@@ -519,8 +532,7 @@ impl<A: Agent> Shared<A> {
             llm_providers,
         } = self;
         let lease_ttl = *lease_ttl;
-        let (agent, max_line, max_in_flight, store) =
-            (agent.clone(), *max_line, *max_in_flight, store.clone());
+        let (agent, max_in_flight, store) = (agent.clone(), *max_in_flight, store.clone());
         let (mcp_timeout, mcp_permission, local_fallback, local_files) = (
             *mcp_timeout,
             *mcp_permission,
@@ -536,7 +548,7 @@ impl<A: Agent> Shared<A> {
             .check()
             .map_err(|e| Error::msg(format!("the agent's settings are invalid: {e}")))?;
         let journal = Journal::new(store);
-        let (peer, queue) = Peer::new(writer, max_in_flight, journal, detach.is_some());
+        let (peer, queue) = Peer::new(output, max_in_flight, journal, detach.is_some());
         let parts = Parts {
             local_fallback,
             local_files,
@@ -560,7 +572,7 @@ impl<A: Agent> Shared<A> {
         }
         let writer_task = tokio::spawn(write_loop(queue, peer.clone()).instrument(span.clone()));
         let router = Router::new(agent, conn.clone(), Arc::new(settings));
-        let read = read_loop(LineReader::new(reader, max_line), &peer, &router)
+        let read = read_loop(input, &peer, &router)
             .instrument(span.clone())
             .await;
 
@@ -661,6 +673,158 @@ mod tests {
         ) -> Result<crate::schema::StopReason> {
             Ok(crate::schema::StopReason::EndTurn)
         }
+    }
+
+    /// Streams one chunk, then asks for a file, then ends its turn.
+    struct Chatty;
+
+    impl Agent for Chatty {
+        async fn prompt(
+            &self,
+            cx: &crate::Session,
+            _: crate::Prompt,
+        ) -> Result<crate::schema::StopReason> {
+            cx.message("hi").await?;
+            let _ = cx.fs().read_text_file("/x").await;
+            Ok(crate::schema::StopReason::EndTurn)
+        }
+    }
+
+    #[tokio::test]
+    async fn every_message_handed_to_a_message_sink_carries_what_the_runtime_knows_of_it() {
+        use crate::schema::{RequestId, SessionId};
+        use crate::transport::Route;
+        use crate::transport::messages::Messages;
+
+        let shared = Server::new(Chatty).no_store().into_shared();
+        let (input, messages) = Messages::channel(1 << 20);
+        let (sink, mut output) = Sink::messages();
+        let serving = tokio::spawn(async move {
+            shared
+                .serve_on(messages, sink, None, Grant::host())
+                .await
+                .unwrap();
+        });
+        let send = |message: serde_json::Value| {
+            let input = input.clone();
+            async move { input.send(message.to_string().into_bytes()).await.unwrap() }
+        };
+        let caps = serde_json::json!({"fs": {"readTextFile": true}});
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": caps}}),
+        )
+        .await;
+        let answer = output.next().await.unwrap();
+        assert_eq!(
+            answer.route,
+            Route::Answer(RequestId::Number(1)),
+            "{answer:?}"
+        );
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": "new", "method": "session/new",
+            "params": {"cwd": "/", "mcpServers": []}}),
+        )
+        .await;
+        let answer = output.next().await.unwrap();
+        assert_eq!(answer.route, Route::Answer(RequestId::Str("new".into())));
+        let value: serde_json::Value = serde_json::from_str(&answer.text).unwrap();
+        let session = SessionId::new(value["result"]["sessionId"].as_str().unwrap().to_owned());
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+            "params": {"sessionId": session.0, "prompt": [{"type": "text", "text": "x"}]}}),
+        )
+        .await;
+        let update = output.next().await.unwrap();
+        assert_eq!(update.route, Route::Session(session.clone()), "{update:?}");
+        assert!(!update.text.ends_with('\n'));
+        let read = output.next().await.unwrap();
+        assert_eq!(read.route, Route::Session(session.clone()), "{read:?}");
+        let value: serde_json::Value = serde_json::from_str(&read.text).unwrap();
+        assert_eq!(value["method"], "fs/read_text_file");
+        send(serde_json::json!({"jsonrpc": "2.0", "id": value["id"],
+            "result": {"content": ""}}))
+        .await;
+        let answer = output.next().await.unwrap();
+        assert_eq!(
+            answer.route,
+            Route::Answer(RequestId::Number(3)),
+            "{answer:?}"
+        );
+        drop(input);
+        serving.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_answer_to_session_load_is_the_connections_its_replay_the_sessions() {
+        use crate::schema::{RequestId, SessionId};
+        use crate::transport::Route;
+        use crate::transport::messages::Messages;
+
+        let store: Arc<dyn SessionStore> = Arc::new(crate::store::MemoryStore::new());
+        let connect = |store: Arc<dyn SessionStore>| {
+            let shared = Server::new(Chatty).shared_store(store).into_shared();
+            let (input, messages) = Messages::channel(1 << 20);
+            let (sink, output) = Sink::messages();
+            let serving = tokio::spawn(async move {
+                let _ = shared.serve_on(messages, sink, None, Grant::host()).await;
+            });
+            (input, output, serving)
+        };
+        let send = |input: &crate::transport::messages::Input, message: serde_json::Value| {
+            let input = input.clone();
+            async move { input.send(message.to_string().into_bytes()).await.unwrap() }
+        };
+        let init = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}}});
+        // A session with one turn, on a first connection.
+        let (input, mut output, serving) = connect(store.clone());
+        send(&input, init.clone()).await;
+        output.next().await.unwrap();
+        send(
+            &input,
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+            "params": {"cwd": "/", "mcpServers": []}}),
+        )
+        .await;
+        let answer = output.next().await.unwrap();
+        let value: serde_json::Value = serde_json::from_str(&answer.text).unwrap();
+        let session = SessionId::new(value["result"]["sessionId"].as_str().unwrap().to_owned());
+        send(
+            &input,
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+            "params": {"sessionId": session.0, "prompt": [{"type": "text", "text": "x"}]}}),
+        )
+        .await;
+        while output.next().await.unwrap().route != Route::Answer(RequestId::Number(2)) {}
+        drop(input);
+        serving.await.unwrap();
+        // Loaded on a second: the replay is the session's, the answer the connection's.
+        let (input, mut output, serving) = connect(store);
+        send(&input, init).await;
+        output.next().await.unwrap();
+        send(
+            &input,
+            serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "session/load",
+            "params": {"sessionId": session.0, "cwd": "/", "mcpServers": []}}),
+        )
+        .await;
+        let mut replayed = 0;
+        let answer = loop {
+            let message = output.next().await.unwrap();
+            match message.route {
+                Route::Session(ref of) if *of == session => replayed += 1,
+                _ => break message,
+            }
+        };
+        assert_eq!(
+            answer.route,
+            Route::ConnectionAnswer(RequestId::Number(7)),
+            "{answer:?}"
+        );
+        assert!(replayed >= 2, "the prompt and the chunk: {replayed}");
+        drop(input);
+        serving.await.unwrap();
     }
 
     #[tokio::test]

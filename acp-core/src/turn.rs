@@ -136,14 +136,16 @@ impl Turn {
             let update = account::tool_call_failed(&call, message);
             if let Ok(encoded) = codec.update(session, &update) {
                 let record = peer.journal.update(session, encoded.account);
-                let frame = Frame::new(encoded.bytes, Some(self.sequence.clone())).recorded(record);
+                let frame = Frame::new(encoded.bytes, Some(self.sequence.clone()))
+                    .of_session(session)
+                    .recorded(record);
                 let _ = peer.send(frame).await;
             }
         }
         self.closing.store(true, Ordering::Release);
         debug!(cancelled, ok = outcome.is_ok(), "turn finished");
         let usage = lock(&self.usage).take();
-        let (bytes, stop) = codec.turn_end(session, ending, outcome, cancelled, usage);
+        let (bytes, stop, route) = codec.turn_end(session, ending, outcome, cancelled, usage);
         // The stop reason is history's, not something the client is shown again on load:
         // recorded after the answer rather than ahead of it, so that the answer (and a
         // cancel's latency) never waits on the store.
@@ -151,7 +153,10 @@ impl Turn {
             .as_ref()
             .and_then(turn_ended)
             .and_then(|ended| peer.journal.records_only(session, &[ended]));
-        (Frame::ending(bytes, self.sequence.clone()), ended)
+        (
+            Frame::ending(bytes, self.sequence.clone()).routed(route),
+            ended,
+        )
     }
 }
 

@@ -1,10 +1,12 @@
 //! ACP over the network (feature `http`): the `/acp` endpoint of ACP's transport RFD
 //! ("Streamable HTTP & WebSocket Transport"), served by axum.
 //!
-//! Each network connection is one [`serve`](crate::serve) of the agent over an in-memory pipe
-//! pair (`bridge`), so every guarantee of the stdio runtime holds per connection: ordering,
-//! cancellation, bounded queues, JSON-RPC errors for bad input, v1 and v2 negotiated by
-//! `initialize`. This module owns what is the network's own:
+//! Each network connection is one [`serve`](crate::serve) of the agent over a pair of
+//! bounded message channels (`bridge`), so every guarantee of the stdio runtime holds per
+//! connection: ordering, cancellation, bounded queues, JSON-RPC errors for bad input, v1 and
+//! v2 negotiated by `initialize`. The runtime hands over each message it sends with its
+//! route (the session it is of, the request it answers): the network delivers it by that,
+//! never parsing what the agent sends. This module owns what is the network's own:
 //!
 //! | module | owns |
 //! | --- | --- |
@@ -12,7 +14,7 @@
 //! | here | the router, the guard every request passes first (Origin `403`, credentials `401`, the request's user), the connection limit and each user's share of it (`503`), binding and the accept loop |
 //! | `socket` | each TCP connection's deadlines: admitted within the header timeout, closed when idle |
 //! | `refused` | the refusals, counted by kind in the log |
-//! | `bridge` | one connection as one `serve` over bounded pipes, for its user |
+//! | `bridge` | one connection as one `serve` over bounded message channels, for its user |
 //! | `ws` | WebSocket: a GET with `Upgrade: websocket`, one connection per socket |
 //! | `stream` | Streamable HTTP: POST, the connection-scoped and per-session SSE GETs, DELETE |
 //! | `sse` | each SSE stream's queue and reader, its event ids, and resuming it (`Last-Event-ID`) |
@@ -63,8 +65,10 @@ pub use http::request::Parts as RequestParts;
 use crate::agent::Agent;
 use crate::serve::Server;
 use crate::sync::lock;
+use crate::transport::Sink;
+use crate::transport::messages::Messages;
 use crate::{Error, Result};
-use bridge::ServeFn;
+use bridge::{ServeFn, Started};
 use refused::{Refusal, Refusals};
 use socket::{Expiry, Socket, Waiting};
 
@@ -130,14 +134,21 @@ impl<A: Agent> Server<A> {
             .get_or_insert(crate::serve::DEFAULT_DETACHED_TURNS);
         let server = Arc::new(server.into_shared());
         let store = server.store();
-        let serve: ServeFn = Arc::new(move |input, output, user| {
+        let serve: ServeFn = Arc::new(move |user| {
             let server = server.clone();
             let grant = grants.grant(user.as_deref());
-            Box::pin(async move {
-                if let Err(e) = server.serve(input, output, user, grant).await {
+            let (input, messages) = Messages::channel(server.max_line());
+            let (sink, output) = Sink::messages();
+            let running = Box::pin(async move {
+                if let Err(e) = server.serve_on(messages, sink, user, grant).await {
                     debug!("a network connection ended: {e}");
                 }
-            })
+            });
+            Started {
+                input,
+                output,
+                running,
+            }
         });
         let max_body = config.max_body;
         let shared = Shared {

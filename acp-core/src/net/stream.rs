@@ -4,9 +4,12 @@
 //! sends comes back on SSE GET streams, one connection-scoped and one per session; DELETE
 //! ends the connection.
 //!
-//! Routing follows the RFD and the official TypeScript SDK's server: an answer goes where its
-//! request came from (`session/load`'s to the connection stream), a request or notification
-//! of the agent to its session's stream when it names a session, else to the connection's.
+//! Routing follows the RFD and the official TypeScript SDK's server, by the route the runtime
+//! hands over with each message (never by reading it): an answer goes where its request came
+//! from (the session its POST named, else the connection), but for the answers the runtime
+//! says are the connection's (`session/load`'s); a request or notification of the agent to
+//! the stream of the session it is of, else to the connection's. A POST that names a session
+//! in its params must name it in `Acp-Session-Id` too, and the same one.
 //! Each stream is a bounded queue that waits for its reader: a client that does not read
 //! stalls its own connection only, and one that stays away past the idle timeout loses it.
 
@@ -21,20 +24,23 @@ use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
 use serde_json::Value;
-use tokio::io::DuplexStream;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use super::bridge::{self, Lines};
+use super::bridge;
 use super::config::{User, constant_time_eq};
 use super::refused::Refusal;
 use super::sse::{self, Outbox, Reader, Replay};
 use super::{CONNECTION_ID, Place, SESSION_ID, Shared, admit, new_id, user_of};
-use crate::protocol::methods;
+use crate::schema::RequestId;
 use crate::sync::lock;
+use crate::transport::Route;
+use crate::transport::messages::Input;
+use crate::transport::sink::{Message, Receiver};
 
 /// The header a client resuming a stream names the last event it got with.
 const LAST_EVENT_ID: &str = "last-event-id";
@@ -88,7 +94,7 @@ struct Conn {
     user: Option<String>,
     /// Its SSE streams open now (an open stream is not idle).
     streams: std::sync::atomic::AtomicUsize,
-    input: tokio::sync::Mutex<DuplexStream>,
+    input: Input,
     routes: Mutex<Routes>,
     /// Cancelled when the connection ends (DELETE, idle, its runtime ended).
     closed: CancellationToken,
@@ -102,9 +108,9 @@ struct Conn {
 #[derive(Default)]
 struct Routes {
     /// The session (or `None`: the connection) each request awaiting its answer came from.
-    pending: HashMap<String, Option<String>>,
+    pending: HashMap<RequestId, Option<String>>,
     /// Who waits for the answer to `initialize`.
-    initialize: Option<(String, oneshot::Sender<String>)>,
+    initialize: Option<(RequestId, oneshot::Sender<String>)>,
     connection: Outbox,
     sessions: HashMap<String, Outbox>,
 }
@@ -118,9 +124,8 @@ impl Conn {
         *lock(&self.seen) = Instant::now();
     }
 
-    async fn send(&self, message: &str) -> bool {
-        let mut input = self.input.lock().await;
-        bridge::send_line(&mut input, message).await.is_ok()
+    async fn send(&self, message: &[u8]) -> bool {
+        bridge::send(&self.input, message).await
     }
 }
 
@@ -157,7 +162,7 @@ pub(super) async fn post(
         if message.get("method").and_then(Value::as_str) != Some("initialize") {
             return refuse(StatusCode::BAD_REQUEST, "Missing Acp-Connection-Id");
         }
-        return match message.get("id").and_then(id_key) {
+        return match message.get("id").and_then(request_id) {
             Some(id) => initialize(&shared, headers, user.0, place, &body, id).await,
             None => refuse(StatusCode::BAD_REQUEST, "initialize must be a request"),
         };
@@ -184,7 +189,7 @@ pub(super) async fn post(
         Err(refused) => return refused,
     };
     let method = message.get("method").and_then(Value::as_str);
-    let id = message.get("id").and_then(id_key);
+    let id = message.get("id").and_then(request_id);
     if method == Some("initialize") {
         return refuse(
             StatusCode::BAD_REQUEST,
@@ -192,15 +197,15 @@ pub(super) async fn post(
         );
     }
     let header_session = headers.get(SESSION_ID).and_then(|v| v.to_str().ok());
-    if let Some(method) = method {
-        let param_session = message.pointer("/params/sessionId").and_then(Value::as_str);
-        if (methods::SESSION_SCOPED.contains(&method) || param_session.is_some())
-            && header_session.is_none()
-        {
+    if method.is_some() {
+        // A request or notification of a session names it in its params (the schema's
+        // session-scoped methods all do): the header must name it too.
+        let param_session = message.pointer("/params/sessionId");
+        if param_session.is_some() && header_session.is_none() {
             return refuse(StatusCode::BAD_REQUEST, "Missing Acp-Session-Id");
         }
         if let (Some(h), Some(p)) = (header_session, param_session)
-            && h != p
+            && p.as_str() != Some(h)
         {
             return refuse(
                 StatusCode::BAD_REQUEST,
@@ -208,14 +213,12 @@ pub(super) async fn post(
             );
         }
         if let Some(id) = id {
-            let route = match method {
-                methods::SESSION_LOAD => None,
-                _ => header_session.map(str::to_owned),
-            };
-            conn.routes().pending.insert(id, route);
+            conn.routes()
+                .pending
+                .insert(id, header_session.map(str::to_owned));
         }
     }
-    if conn.send(&String::from_utf8_lossy(&body)).await {
+    if conn.send(&body).await {
         StatusCode::ACCEPTED.into_response()
     } else {
         shared.connections.remove(&conn.id);
@@ -255,7 +258,7 @@ async fn initialize(
     user: Option<String>,
     place: Place,
     body: &[u8],
-    id: String,
+    id: RequestId,
 ) -> Response {
     let conn_id = match new_id() {
         Ok(id) => id,
@@ -267,7 +270,7 @@ async fn initialize(
         id: conn_id.clone(),
         credentials: credentials(headers),
         user,
-        input: tokio::sync::Mutex::new(bridge.input),
+        input: bridge.input,
         routes: Mutex::new(Routes {
             initialize: Some((id, answered)),
             ..Routes::default()
@@ -292,7 +295,7 @@ async fn initialize(
         .lock()
         .insert(conn_id.clone(), conn.clone());
     let answer = async {
-        if !conn.send(&String::from_utf8_lossy(body)).await {
+        if !conn.send(body).await {
             return None;
         }
         answer.await.ok()
@@ -323,18 +326,18 @@ async fn initialize(
 }
 
 /// Carries the agent's output to the streams until the runtime ends or the connection does.
-async fn route(conn: Arc<Conn>, mut output: Lines, connections: Connections) {
+async fn route(conn: Arc<Conn>, mut output: Receiver, connections: Connections) {
     loop {
-        let line = tokio::select! {
-            line = output.next() => line,
+        let message = tokio::select! {
+            message = output.next() => message,
             () = conn.closed.cancelled() => None,
         };
-        let Some(line) = line else { break };
-        let Some(tx) = destination(&conn, &line) else {
+        let Some(message) = message else { break };
+        let Some((tx, text)) = destination(&conn, message) else {
             continue;
         };
         let sent = tokio::select! {
-            sent = tx.send(line) => sent.is_ok(),
+            sent = tx.send(text) => sent.is_ok(),
             () = conn.closed.cancelled() => false,
         };
         if !sent {
@@ -348,42 +351,42 @@ async fn route(conn: Arc<Conn>, mut output: Lines, connections: Connections) {
     output.discard_rest();
 }
 
-/// The queue a line of the agent's goes to (`None`: delivered, or dropped, here).
-fn destination(conn: &Conn, line: &str) -> Option<mpsc::Sender<String>> {
-    let message: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+/// The queue a message of the agent's goes to, by its route, and its text (`None`:
+/// delivered, or dropped, here).
+fn destination(conn: &Conn, message: Message) -> Option<(mpsc::Sender<String>, String)> {
+    let Message { text, route } = message;
     let mut routes = conn.routes();
-    let session = if message.get("method").is_none() {
-        let id = message.get("id").and_then(id_key);
-        if let (Some(id), Some((waiting, _))) = (&id, &routes.initialize)
-            && id == waiting
+    let session = match route {
+        Route::Answer(id) | Route::ConnectionAnswer(id)
+            if routes
+                .initialize
+                .as_ref()
+                .is_some_and(|(waiting, _)| *waiting == id) =>
         {
             if let Some((_, answered)) = routes.initialize.take() {
-                let _ = answered.send(line.to_owned());
+                let _ = answered.send(text);
             }
             return None;
         }
-        // A session the answer opens (`session/new`, `session/fork`) is known from now on.
-        if let Some(opened) = message.pointer("/result/sessionId").and_then(Value::as_str)
-            && routes.sessions.len() < MAX_SESSIONS
-        {
-            routes.sessions.entry(opened.to_owned()).or_default();
+        Route::Answer(id) => routes.pending.remove(&id).flatten(),
+        Route::ConnectionAnswer(id) => {
+            routes.pending.remove(&id);
+            None
         }
-        id.and_then(|id| routes.pending.remove(&id)).flatten()
-    } else {
-        message
-            .pointer("/params/sessionId")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
+        Route::Session(session) => Some(session.0.to_string()),
+        Route::Connection => None,
     };
-    match session {
+    let tx = match session {
         Some(session) => {
             if !routes.sessions.contains_key(&session) && routes.sessions.len() >= MAX_SESSIONS {
-                return Some(routes.connection.tx.clone());
+                routes.connection.tx.clone()
+            } else {
+                routes.sessions.entry(session).or_default().tx.clone()
             }
-            Some(routes.sessions.entry(session).or_default().tx.clone())
         }
-        None => Some(routes.connection.tx.clone()),
-    }
+        None => routes.connection.tx.clone(),
+    };
+    Some((tx, text))
 }
 
 /// Ends the connection once nobody used it for `idle` (no request, no stream open).
@@ -531,14 +534,9 @@ pub(super) async fn delete(
     }
 }
 
-/// A JSON-RPC id as a map key (`None`: not a valid id).
-fn id_key(id: &Value) -> Option<String> {
-    match id {
-        Value::String(s) => Some(format!("s:{s}")),
-        Value::Number(n) => Some(format!("n:{n}")),
-        Value::Null => Some("null".to_owned()),
-        _ => None,
-    }
+/// A POST's JSON-RPC id, as the runtime reads it (`None`: not a valid id).
+fn request_id(id: &Value) -> Option<RequestId> {
+    RequestId::deserialize(id).ok()
 }
 
 /// What binds a connection to whoever opened it.

@@ -1,6 +1,6 @@
-//! WebSocket on `/acp`: one ACP connection per socket. Each text message in is one line to
-//! the connection's runtime, each line out one text message; binary messages are ignored
-//! (the RFD). The socket's end is the client's end of file, as stdin's is over stdio.
+//! WebSocket on `/acp`: one ACP connection per socket. Each text message in is one message to
+//! the connection's runtime, each message out one text message (its route is not needed: a
+//! socket has one stream); binary messages are ignored (the RFD). The socket's end is the client's end of file, as stdin's is over stdio.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -62,10 +62,7 @@ pub(super) fn upgrade(
 /// nothing moves for the idle timeout. Each direction waits only for itself: a client that
 /// does not read stalls its own output, one that floods its own input.
 async fn run(shared: Shared, socket: WebSocket, place: Place, user: Option<String>) {
-    let Bridge {
-        mut input,
-        mut output,
-    } = bridge::start(&shared.serve, place, user);
+    let Bridge { input, mut output } = bridge::start(&shared.serve, place, user);
     let idle = shared.config.idle_timeout;
     let start = Instant::now();
     // Milliseconds from `start` of the last message either way.
@@ -85,11 +82,7 @@ async fn run(shared: Shared, socket: WebSocket, place: Place, user: Option<Strin
             };
             touch();
             match message {
-                Message::Text(text)
-                    if bridge::send_line(&mut input, text.as_str()).await.is_err() =>
-                {
-                    break;
-                }
+                Message::Text(text) if !bridge::send(&input, text.as_bytes()).await => break,
                 Message::Close(_) => break,
                 // Binary messages are ignored (the RFD); pings are answered by the socket.
                 _ => {}
@@ -97,13 +90,14 @@ async fn run(shared: Shared, socket: WebSocket, place: Place, user: Option<Strin
         }
     };
     let outbound = async {
-        while let Some(line) = output.next().await {
+        while let Some(message) = output.next().await {
             touch();
-            // Flushed (one write to the socket) once no other line is waiting.
-            let sent = if output.has_line() {
-                to_client.feed(Message::Text(line.into())).await
+            // Flushed (one write to the socket) once no other message is waiting.
+            let text = Message::Text(message.text.into());
+            let sent = if output.has_next() {
+                to_client.feed(text).await
             } else {
-                to_client.send(Message::Text(line.into())).await
+                to_client.send(text).await
             };
             if sent.is_err() {
                 return;

@@ -10,12 +10,12 @@ pub(crate) mod writer;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use tokio::io::{AsyncWrite, BufWriter};
 use tokio::sync::{Mutex, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::{self, Answer, Failed, Pending};
-use crate::schema::{self, RequestId};
+use crate::schema::{self, RequestId, SessionId};
+use crate::transport::{Route, Sink};
 use crate::{Error, Result};
 
 pub(crate) use journal::{Journal, Journaled, turn_ended};
@@ -92,6 +92,9 @@ pub(crate) struct Frame {
     pub kind: FrameKind,
     /// What the session store keeps of this frame, committed before it is written.
     pub record: Option<Journaled>,
+    /// Where it belongs (the session it is of, the request it answers), for a transport
+    /// that delivers messages by it (see [`Sink`]).
+    pub route: Route,
 }
 
 impl Frame {
@@ -102,12 +105,37 @@ impl Frame {
             sequence,
             kind: FrameKind::Normal,
             record: None,
+            route: Route::Connection,
         }
     }
 
-    /// The same frame, recorded in the session store (if there is one) before it is written.
+    /// The same frame, recorded in the session store (if there is one) before it is written;
+    /// a recorded frame not routed yet is of the record's session.
     pub fn recorded(mut self, record: Option<Journaled>) -> Self {
+        if let Some(record) = &record
+            && self.route == Route::Connection
+        {
+            self.route = Route::Session(record.session.clone());
+        }
         self.record = record;
+        self
+    }
+
+    /// The same frame, routed by `route`.
+    pub fn routed(mut self, route: Route) -> Self {
+        self.route = route;
+        self
+    }
+
+    /// The same frame, the answer to request `id`.
+    pub fn answering(mut self, id: &RequestId) -> Self {
+        self.route = Route::Answer(id.clone());
+        self
+    }
+
+    /// The same frame, of session `id`.
+    pub fn of_session(mut self, id: &SessionId) -> Self {
+        self.route = Route::Session(id.clone());
         self
     }
 
@@ -118,6 +146,7 @@ impl Frame {
             sequence: Some(sequence),
             kind: FrameKind::EndsSequence,
             record: None,
+            route: Route::Connection,
         }
     }
 
@@ -127,12 +156,13 @@ impl Frame {
             sequence: None,
             kind: FrameKind::Stop,
             record: None,
+            route: Route::Connection,
         }
     }
 }
 
-/// The output, buffered: written by the writer task, or directly by [`Peer::send_now`].
-pub(crate) type Output = BufWriter<Box<dyn AsyncWrite + Unpin + Send>>;
+/// The output: written by the writer task, or directly by [`Peer::send_now`].
+pub(crate) type Output = Sink;
 
 /// The client, as seen by everything that talks to it.
 pub(crate) struct Peer {
@@ -146,6 +176,9 @@ pub(crate) struct Peer {
     pending: Pending,
     /// Permits for requests in flight.
     admissions: Arc<Semaphore>,
+    /// The client's requests whose answer is the connection's whatever session they name
+    /// (see [`answer_on_connection`](Self::answer_on_connection)), until answered.
+    connection_answers: std::sync::Mutex<std::collections::HashSet<RequestId>>,
     /// Where the frames that carry a record are recorded before they are written.
     pub journal: Journal,
     /// Cancelled when no answer from the client can come any more: the connection is closing,
@@ -166,11 +199,11 @@ impl std::fmt::Debug for Peer {
 }
 
 impl Peer {
-    /// A peer writing to `writer`, and the receiving end of its output queue, for
+    /// A peer writing to `output`, and the receiving end of its output queue, for
     /// [`write_loop`]. With `detachable`, closing the peer does not cancel the running turns
     /// (its [`turns`](Self::turns) token is cancelled on its own).
     pub fn new(
-        writer: impl AsyncWrite + Unpin + Send + 'static,
+        output: Sink,
         max_in_flight: usize,
         journal: Journal,
         detachable: bool,
@@ -182,14 +215,14 @@ impl Peer {
             closed.child_token()
         };
         let (out, rx) = mpsc::channel(QUEUE_FRAMES);
-        let writer: Box<dyn AsyncWrite + Unpin + Send> = Box::new(writer);
         let peer = Peer {
             out,
             in_flight: AtomicUsize::new(0),
-            output: Mutex::new(BufWriter::with_capacity(64 * 1024, writer)),
+            output: Mutex::new(output),
             stopped: AtomicBool::new(false),
             pending: Pending::default(),
             admissions: Arc::new(Semaphore::new(max_in_flight.max(1))),
+            connection_answers: std::sync::Mutex::default(),
             journal,
             closed,
             turns,
@@ -253,9 +286,11 @@ impl Peer {
             && self.in_flight.load(Ordering::Acquire) == 0
             && !self.stopped.load(Ordering::Acquire)
         {
+            let mut frame = frame;
+            self.final_route(&mut frame.route);
             let written = async {
-                writer::write_frame(&mut output, &frame).await?;
-                tokio::io::AsyncWriteExt::flush(&mut *output).await
+                writer::write_frame(&mut output, frame).await?;
+                output.flush().await
             }
             .await;
             return written.map_err(|e| {
@@ -265,6 +300,24 @@ impl Peer {
             });
         }
         self.send(frame).await
+    }
+
+    /// The answer to request `id` belongs to the connection, not to the session the request
+    /// names (`session/load`'s, as the transport RFD routes it): its frame is routed
+    /// [`Route::ConnectionAnswer`].
+    pub fn answer_on_connection(&self, id: &RequestId) {
+        crate::sync::lock(&self.connection_answers).insert(id.clone());
+    }
+
+    /// `route`, or the connection's answer route for an answer registered with
+    /// [`answer_on_connection`](Self::answer_on_connection) (forgotten then).
+    fn final_route(&self, route: &mut Route) {
+        if let Route::Answer(id) = route {
+            let mut answers = crate::sync::lock(&self.connection_answers);
+            if !answers.is_empty() && answers.remove(id) {
+                *route = Route::ConnectionAnswer(std::mem::replace(id, RequestId::Null));
+            }
+        }
     }
 
     /// Admits one more request, waiting while the most allowed are unanswered; `None` once
@@ -305,7 +358,7 @@ impl Peer {
         admission: Admission,
     ) {
         self.reply(
-            Frame::new(jsonrpc::encode_error(id, &error), None),
+            Frame::new(jsonrpc::encode_error(id, &error), None).answering(id),
             admission,
         );
     }
@@ -337,8 +390,9 @@ impl Peer {
         }
     }
 
-    /// Sends a request of `method` to the client, written by `encode` from the request id it
-    /// is given, and waits for its answer, or for `cancel`; a request
+    /// Sends a request of `method` to the client (made for `session`, if any), written by
+    /// `encode` from the request id it is given, and waits for its answer, or for `cancel`; a
+    /// request
     /// cancelled while the client works on it is cancelled at the client too
     /// (`$/cancel_request`), but for `session/request_permission`, which the client answers
     /// `cancelled` itself when it cancels a turn.
@@ -350,6 +404,7 @@ impl Peer {
         method: &str,
         encode: impl FnOnce(i64) -> Result<Vec<u8>>,
         cancel: Option<&CancellationToken>,
+        session: Option<&SessionId>,
     ) -> Result<T> {
         if self.closed.is_cancelled() {
             return Err(Error::ConnectionClosed);
@@ -364,7 +419,8 @@ impl Peer {
         }
         let _forget = Forget(&self.pending, id);
         let bytes = encode(id)?;
-        self.send(Frame::new(bytes, None)).await?;
+        let route = session.map_or(Route::Connection, |id| Route::Session(id.clone()));
+        self.send(Frame::new(bytes, None).routed(route)).await?;
         // Waiting on the client from now: the reader must stay free to read its answer.
         release_admission();
         let cancelled = async {

@@ -1,9 +1,9 @@
-//! The reader loop: reads the input line by line, answers what is not a message with the
+//! The reader loop: reads the input a message at a time (a [`Source`]: lines of a byte
+//! stream, or a network connection's messages), answers what is not a message with the
 //! error the spec names, hands the client's answers to the requests awaiting them, and every
 //! request and notification to a [`Dispatch`]. It never waits on a handler.
 
 use serde_json::value::RawValue;
-use tokio::io::AsyncRead;
 use tracing::debug;
 
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::{Admission, Peer};
 use crate::jsonrpc::{self, Incoming};
 use crate::schema::{self, ErrorCode, RequestId};
-use crate::transport::{Line, LineReader};
+use crate::transport::{Line, Source};
 
 /// What handles the client's requests and notifications. Neither method may wait: the reader
 /// must stay free to read the next message (a cancel, an answer someone waits for).
@@ -30,8 +30,8 @@ pub(crate) trait Dispatch {
 /// Every line is read with an admission in hand ([`Peer::admit`]): while the most requests
 /// allowed are unanswered, nothing more is read.
 /// Nothing else is ever awaited here.
-pub(crate) async fn read_loop<R: AsyncRead + Unpin>(
-    mut lines: LineReader<R>,
+pub(crate) async fn read_loop(
+    mut lines: impl Source,
     peer: &Arc<Peer>,
     dispatch: &impl Dispatch,
 ) -> std::io::Result<()> {

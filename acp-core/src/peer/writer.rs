@@ -1,27 +1,33 @@
-//! The writer task: the only code that touches the output. It coalesces every queued frame into
-//! one buffered write and flushes once its queue drains, and drops the frames of a sequence
-//! (a prompt turn) that arrive after the frame that ended it.
+//! The writer task: the only code that touches the output (a [`Sink`](crate::transport::Sink):
+//! a byte stream, or a network connection's messages). It hands every queued frame to the
+//! sink with its route, flushes once its queue drains (one write to stdout, one batch to the
+//! network, for all the frames queued meanwhile), and drops the frames of a sequence (a prompt
+//! turn) that arrive after the frame that ended it.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 use tracing::debug;
 
 use super::{Frame, FrameKind, Output, Peer};
 
 /// Writes one frame into the buffered output, or drops it if its sequence has ended.
-pub(super) async fn write_frame(out: &mut Output, frame: &Frame) -> std::io::Result<()> {
+pub(super) async fn write_frame(out: &mut Output, frame: Frame) -> std::io::Result<()> {
     if frame.sequence.as_ref().is_some_and(|s| s.has_ended()) {
         debug!("dropped an update sent after its turn was answered");
         return Ok(());
     }
-    if !frame.bytes.is_empty() {
-        out.write_all(&frame.bytes).await?;
-    }
-    if frame.kind == FrameKind::EndsSequence
-        && let Some(sequence) = &frame.sequence
+    let Frame {
+        bytes,
+        sequence,
+        kind,
+        route,
+        ..
+    } = frame;
+    out.write(bytes, route).await?;
+    if kind == FrameKind::EndsSequence
+        && let Some(sequence) = &sequence
     {
         sequence.ended.store(true, Ordering::Release);
     }
@@ -183,14 +189,15 @@ enum Written {
 /// Writes (drains) `batch` into the buffered output.
 async fn write_batch(peer: &Peer, batch: &mut Vec<Frame>) -> std::io::Result<Written> {
     let mut out = peer.output.lock().await;
-    for frame in batch.drain(..) {
+    for mut frame in batch.drain(..) {
+        peer.final_route(&mut frame.route);
         let outcome = match frame.kind {
             FrameKind::Stop => {
                 peer.stopped.store(true, Ordering::Release);
                 out.flush().await?;
                 return Ok(Written::Stopped);
             }
-            _ => write_frame(&mut out, &frame).await,
+            _ => write_frame(&mut out, frame).await,
         };
         peer.in_flight.fetch_sub(1, Ordering::AcqRel);
         outcome?;

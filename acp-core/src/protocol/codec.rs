@@ -18,6 +18,7 @@ use crate::jsonrpc;
 use crate::schema::{
     ContentBlock, MessageId, Meta, RequestId, SessionId, SessionUpdate, StopReason, Usage,
 };
+use crate::transport::Route;
 use crate::{Error, Result};
 
 /// One connection's protocol version, and the encoder of its frames.
@@ -159,7 +160,8 @@ impl Codec {
     }
 
     /// The frame that tells the client a turn of `session` ended (`cancelled`: it was
-    /// cancelled, whatever its outcome), and the stop reason it tells (none: the turn failed).
+    /// cancelled, whatever its outcome), the stop reason it tells (none: the turn failed), and
+    /// where it goes (the answer to the prompt in v1; the session's state in v2).
     pub fn turn_end(
         &self,
         session: &SessionId,
@@ -167,15 +169,20 @@ impl Codec {
         outcome: Result<StopReason>,
         cancelled: bool,
         usage: Option<Usage>,
-    ) -> (Vec<u8>, Option<StopReason>) {
+    ) -> (Vec<u8>, Option<StopReason>, Route) {
         match self.version() {
             Version::V1 => {
                 let _ = session;
-                v1::prompt_answer(ending.id, outcome, cancelled, ending.meta, usage)
+                let (bytes, stop) =
+                    v1::prompt_answer(ending.id, outcome, cancelled, ending.meta, usage);
+                (bytes, stop, Route::Answer(ending.id.clone()))
             }
             #[cfg(feature = "v2")]
             Version::V2 => {
-                super::v2::idle(session, outcome, cancelled, &(ending.background)(), usage)
+                let background = (ending.background)();
+                let (bytes, stop) =
+                    super::v2::idle(session, outcome, cancelled, &background, usage);
+                (bytes, stop, Route::Session(session.clone()))
             }
         }
     }

@@ -28,23 +28,6 @@ pub(crate) const TOOL_CALL_CANCEL: &str = crate::schema::v2::AGENT_METHOD_NAMES.
 #[cfg(feature = "v2")]
 pub(crate) const TERMINAL_CANCEL: &str = crate::schema::v2::AGENT_METHOD_NAMES.terminal_cancel;
 
-/// The methods a Streamable HTTP client must name the session of (`Acp-Session-Id`), as the
-/// transport RFD and the SDKs do: the stable ones, and two unstable ones the schema crate
-/// names only behind features we do not turn on (`session/fork`, `session/set_model`).
-#[cfg_attr(not(feature = "http"), allow(dead_code))]
-pub(crate) const SESSION_SCOPED: &[&str] = &[
-    SESSION_CANCEL,
-    SESSION_CLOSE,
-    SESSION_DELETE,
-    "session/fork",
-    SESSION_LOAD,
-    SESSION_PROMPT,
-    SESSION_RESUME,
-    SESSION_SET_CONFIG_OPTION,
-    SESSION_SET_MODE,
-    "session/set_model",
-];
-
 // Sent to the client.
 pub(crate) const SESSION_UPDATE: &str = CLIENT_METHOD_NAMES.session_update;
 pub(crate) const REQUEST_PERMISSION: &str = CLIENT_METHOD_NAMES.session_request_permission;

@@ -141,7 +141,8 @@ pub(super) fn reopen<A: Agent>(
                     if let Record::Update { update } = record
                         && let Ok(Some(bytes)) = conn.codec().replayed(&state.id, update)
                     {
-                        let _ = conn.peer().send(Frame::new(bytes, None)).await;
+                        let frame = Frame::new(bytes, None).of_session(&state.id);
+                        let _ = conn.peer().send(frame).await;
                     }
                 }
             }
@@ -159,7 +160,8 @@ pub(super) fn reopen<A: Agent>(
             .codec()
             .replayed_to_end(&state.id, req.replay, &background)
         {
-            let _ = conn.peer().send(Frame::new(bytes, None)).await;
+            let frame = Frame::new(bytes, None).of_session(&state.id);
+            let _ = conn.peer().send(frame).await;
         }
         let cx = Session::new(state.clone(), None).handling(Request::new(req.meta));
         cx.restore_settings(settings.as_ref());

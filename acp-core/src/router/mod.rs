@@ -189,10 +189,10 @@ impl<A: Agent> Router<A> {
             if let Err(panic) = AssertUnwindSafe(fut).catch_unwind().await {
                 let error = Error::panicked("the agent", panic.as_ref());
                 let _ = peer
-                    .send(Frame::new(
-                        jsonrpc::encode_error(&id, &error.to_rpc()),
-                        None,
-                    ))
+                    .send(
+                        Frame::new(jsonrpc::encode_error(&id, &error.to_rpc()), None)
+                            .answering(&id),
+                    )
                     .await;
             }
         }));
@@ -219,7 +219,11 @@ impl<A: Agent> Dispatch for Router<A> {
         params: Option<&RawValue>,
         admission: Admission,
     ) {
-        let peer = &self.conn.peer();
+        let peer = self.conn.peer();
+        // The transport RFD's one exception: answered on the connection, not the session.
+        if method == methods::SESSION_LOAD {
+            peer.answer_on_connection(&id);
+        }
         let version = self.conn.codec().version();
         let route =
             (self.routes.iter()).find(|r| r.names.of(version) == Some(method) && (r.gate)(self));
@@ -245,7 +249,7 @@ impl<A: Agent> Dispatch for Router<A> {
             Target::Ext(method) => self.ext_request(id, method, params, admission),
             Target::Route(route) => match &route.handler {
                 Handler::Inline(answer) => match answer(self, &id, params) {
-                    Ok(bytes) => peer.reply(Frame::new(bytes, None), admission),
+                    Ok(bytes) => peer.reply(Frame::new(bytes, None).answering(&id), admission),
                     Err(e) => peer.reply_error(&id, e, admission),
                 },
                 Handler::Spawned(start) => match start(self, id.clone(), params) {
@@ -304,7 +308,10 @@ pub(super) async fn answer<T: crate::protocol::Answer>(
     result: Result<T>,
 ) {
     let bytes = conn.codec().answer(id, result);
-    let _ = conn.peer().send(Frame::new(bytes, None)).await;
+    let _ = conn
+        .peer()
+        .send(Frame::new(bytes, None).answering(id))
+        .await;
 }
 
 /// Parses a request's params, or the `-32602` error naming the field.

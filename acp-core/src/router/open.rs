@@ -132,7 +132,8 @@ async fn send_commands(conn: &Connection, session: &SessionId, commands: Vec<Ava
     if let Ok((frame, _)) = conn.update_frame(session, &update)
         && !frame.is_empty()
     {
-        let _ = conn.peer().send(Frame::new(frame, None)).await;
+        let frame = Frame::new(frame, None).of_session(session);
+        let _ = conn.peer().send(frame).await;
     }
 }
 

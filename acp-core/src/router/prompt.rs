@@ -69,7 +69,10 @@ pub(super) fn start<A: Agent>(
         let conn = r.conn.clone();
         return Ok(Box::pin(async move {
             if let Some(bytes) = conn.codec().accepted(&id, &message.0) {
-                let _ = conn.peer().send(Frame::new(bytes, None)).await;
+                let _ = conn
+                    .peer()
+                    .send(Frame::new(bytes, None).answering(&id))
+                    .await;
             }
         }));
     }
@@ -124,7 +127,10 @@ pub(super) fn start<A: Agent>(
                     let turn = Arc::new(Turn::new(&conn.peer().turns));
                     if state.is_closed() || !state.start_turn(&turn) {
                         let error = conn.codec().error(&id, &crate::Error::SessionClosed);
-                        let _ = conn.peer().send(Frame::new(error, None)).await;
+                        let _ = conn
+                            .peer()
+                            .send(Frame::new(error, None).answering(&id))
+                            .await;
                         return;
                     }
                     (turn, Some(slot))
@@ -133,14 +139,15 @@ pub(super) fn start<A: Agent>(
             lock(&prompts).insert(id.clone(), turn.clone());
             state.messages.end();
             if let Some(bytes) = conn.codec().accepted(&id, &message.0) {
-                let _ = conn.peer().send(Frame::new(bytes, None)).await;
+                let _ = conn
+                    .peer()
+                    .send(Frame::new(bytes, None).answering(&id))
+                    .await;
             }
             record_prompt(&state, &turn, &blocks, &message).await;
             if let Some(bytes) = conn.codec().state(&state.id, protocol::State::Running) {
-                let _ = conn
-                    .peer()
-                    .send(Frame::new(bytes, Some(turn.sequence.clone())))
-                    .await;
+                let frame = Frame::new(bytes, Some(turn.sequence.clone())).of_session(&state.id);
+                let _ = conn.peer().send(frame).await;
             }
             let request = Request::new(prompt.meta().cloned());
             let cx = Session::new(state.clone(), Some(turn.clone())).handling(request.clone());
@@ -200,7 +207,7 @@ async fn wait_for_turn(
         biased;
         () = waiting.cancelled() => {
             let error = conn.codec().error(id, &crate::Error::Cancelled);
-            let _ = conn.peer().send(Frame::new(error, None)).await;
+            let _ = conn.peer().send(Frame::new(error, None).answering(id)).await;
             None
         }
         () = conn.peer().turns.cancelled() => None,
@@ -232,7 +239,8 @@ pub(super) async fn record_prompt(
     };
     let recorded = journal.records_only(&state.id, &records);
     if let Some(bytes) = echo {
-        let mut frame = recorded.unwrap_or_else(|| Frame::new(Vec::new(), None));
+        let mut frame =
+            recorded.unwrap_or_else(|| Frame::new(Vec::new(), None).of_session(&state.id));
         frame.bytes = bytes;
         frame.sequence = Some(turn.sequence.clone());
         let _ = conn.peer().send(frame).await;

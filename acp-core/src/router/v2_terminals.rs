@@ -57,12 +57,15 @@ pub(super) fn display(conn: &Arc<Connection>) {
                 }
                 let Some(frame) = late.frame(&id) else { return };
                 let last = matches!(event, TerminalEvent::Exited(_) | TerminalEvent::Released);
-                if peer.try_queue(Frame::new(frame, None)).is_ok() {
+                if peer
+                    .try_queue(Frame::new(frame, None).of_session(&t.session))
+                    .is_ok()
+                {
                     behind.remove(&id);
                 } else if last {
                     // Its final state goes out whatever the wait (a snapshot: nothing is lost).
                     if let Some(late) = behind.remove(&id) {
-                        send_later(&peer, late.frame(&id));
+                        send_later(&peer, &late.session, late.frame(&id));
                     }
                 }
                 return;
@@ -79,7 +82,10 @@ pub(super) fn display(conn: &Arc<Connection>) {
                 TerminalEvent::Released => return,
             };
             let Ok(frame) = frame else { return };
-            if peer.try_queue(Frame::new(frame, None)).is_err() {
+            if peer
+                .try_queue(Frame::new(frame, None).of_session(&t.session))
+                .is_err()
+            {
                 let late = Behind {
                     session: t.session.clone(),
                     output: t.output().output.into_bytes(),
@@ -89,7 +95,7 @@ pub(super) fn display(conn: &Arc<Connection>) {
                     },
                 };
                 if matches!(event, TerminalEvent::Exited(_)) {
-                    send_later(&peer, late.frame(&id));
+                    send_later(&peer, &late.session, late.frame(&id));
                 } else {
                     behind.insert(id, late);
                 }
@@ -99,10 +105,10 @@ pub(super) fn display(conn: &Arc<Connection>) {
 }
 
 /// Sends `frame` from a task of its own (the queue was full).
-fn send_later(peer: &Arc<Peer>, frame: Option<Vec<u8>>) {
+fn send_later(peer: &Arc<Peer>, session: &SessionId, frame: Option<Vec<u8>>) {
     let Some(frame) = frame else { return };
-    let peer = peer.clone();
+    let (peer, frame) = (peer.clone(), Frame::new(frame, None).of_session(session));
     tokio::spawn(async move {
-        let _ = peer.send(Frame::new(frame, None)).await;
+        let _ = peer.send(frame).await;
     });
 }

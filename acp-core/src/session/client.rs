@@ -146,8 +146,9 @@ impl Client {
         params: &P,
     ) -> Result<R> {
         extension_name(method)?;
+        let session = named_session(params);
         self.conn
-            .request(method, params, self.cancel.as_ref())
+            .request(method, params, self.cancel.as_ref(), session.as_ref())
             .await
     }
 
@@ -156,8 +157,20 @@ impl Client {
     pub async fn ext_notify<P: Serialize>(&self, method: &str, params: &P) -> Result<()> {
         extension_name(method)?;
         let bytes = crate::jsonrpc::encode_notification(method, params)?;
-        self.conn.peer().send(Frame::new(bytes, None)).await
+        let frame = match named_session(params) {
+            Some(session) => Frame::new(bytes, None).of_session(&session),
+            None => Frame::new(bytes, None),
+        };
+        self.conn.peer().send(frame).await
     }
+}
+
+/// The session an extension message's params name (`sessionId`), if any: the message is
+/// that session's (a network connection delivers it on the session's stream).
+fn named_session(params: &impl Serialize) -> Option<SessionId> {
+    let params = serde_json::to_value(params).ok()?;
+    let session = params.get("sessionId")?.as_str()?;
+    Some(SessionId::new(session.to_owned()))
 }
 
 /// Extension methods start with `_` (the protocol reserves every other name).

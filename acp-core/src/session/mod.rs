@@ -342,7 +342,9 @@ impl Session {
             return Err(Error::TurnEnded);
         }
         let sequence = self.turn.as_ref().map(|t| t.sequence.clone());
-        let frame = Frame::new(bytes, sequence).recorded(record);
+        let frame = Frame::new(bytes, sequence)
+            .of_session(&self.state.id)
+            .recorded(record);
         self.state.conn.peer().send(frame).await
     }
 
@@ -366,7 +368,11 @@ impl Session {
     ) -> Result<T> {
         self.check_usable()?;
         let cancel = self.turn.as_ref().map(|t| &t.cancel);
-        self.state.conn.request(method, params, cancel).await
+        let session = Some(&self.state.id);
+        self.state
+            .conn
+            .request(method, params, cancel, session)
+            .await
     }
 
     /// Asks the user to choose one of `options` about `tool_call`
@@ -413,7 +419,7 @@ impl Session {
         if let Some(bytes) = conn.codec().state(&self.state.id, state) {
             let _ = conn
                 .peer()
-                .send(Frame::new(bytes, Some(turn.sequence.clone())))
+                .send(Frame::new(bytes, Some(turn.sequence.clone())).of_session(&self.state.id))
                 .await;
         }
     }

@@ -312,15 +312,17 @@ impl Connection {
     }
 
     /// Sends the client a request of `method` (`params` are the runtime's, v1's; the codec
-    /// writes them in the connection's version) and waits for its answer, or for `cancel`.
+    /// writes them in the connection's version), made for `session` if any, and waits for its
+    /// answer, or for `cancel`.
     pub async fn request<P: serde::Serialize, T: serde::de::DeserializeOwned>(
         &self,
         method: &str,
         params: &P,
         cancel: Option<&CancellationToken>,
+        session: Option<&SessionId>,
     ) -> crate::Result<T> {
         let encode = |id| self.codec.request(id, method, params);
-        self.peer.request(method, encode, cancel).await
+        self.peer.request(method, encode, cancel, session).await
     }
 
     /// The client's capabilities (none before `initialize`).

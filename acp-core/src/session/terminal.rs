@@ -234,7 +234,8 @@ impl Terminal {
     /// A request sent even when the turn is cancelled: that is when killing matters most.
     async fn even_if_cancelled(&self, method: &str, req: &impl serde::Serialize) -> Result<()> {
         let conn = &self.cx.state.conn;
-        let _: serde::de::IgnoredAny = conn.request(method, req, None).await?;
+        let session = Some(self.cx.id());
+        let _: serde::de::IgnoredAny = conn.request(method, req, None, session).await?;
         Ok(())
     }
 }
@@ -255,8 +256,10 @@ impl Drop for Terminal {
         let conn = self.cx.state.conn.clone();
         let req = schema::ReleaseTerminalRequest::new(self.cx.id().clone(), self.id.clone());
         handle.spawn(async move {
-            let released: Result<serde::de::IgnoredAny> =
-                conn.request(methods::TERMINAL_RELEASE, &req, None).await;
+            let session = Some(&req.session_id);
+            let released: Result<serde::de::IgnoredAny> = conn
+                .request(methods::TERMINAL_RELEASE, &req, None, session)
+                .await;
             if let Err(e) = released {
                 tracing::debug!("releasing a dropped terminal failed: {e}");
             }

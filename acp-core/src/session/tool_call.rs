@@ -450,8 +450,9 @@ impl Drop for ToolCallGuard {
         let Ok((bytes, record)) = conn.update_frame(self.cx.id(), &update) else {
             return;
         };
-        let frame =
-            Frame::new(bytes, self.cx.turn.as_ref().map(|t| t.sequence.clone())).recorded(record);
+        let frame = Frame::new(bytes, self.cx.turn.as_ref().map(|t| t.sequence.clone()))
+            .of_session(self.cx.id())
+            .recorded(record);
         if conn.peer().try_send(frame) {
             self.forget();
         }
