@@ -93,6 +93,12 @@ where
 #[must_use = "a server does nothing until `serve_stdio` or `serve` is awaited"]
 pub struct Server<A> {
     agent: A,
+    pub(crate) config: Config,
+}
+
+/// Everything a [`Server`] is told (its builder methods set it), in one value: what its
+/// connections share is made from it once ([`Server::into_shared`]).
+pub(crate) struct Config {
     max_line: usize,
     max_in_flight: usize,
     store: Store,
@@ -114,32 +120,9 @@ pub struct Server<A> {
     llm_providers: Option<crate::llm::providers::Endpoints>,
 }
 
-/// Where a server records its sessions.
-enum Store {
-    /// The on-disk default under [`serve_stdio`](Server::serve_stdio); none under `serve`.
-    Default,
-    None,
-    Given(Arc<dyn SessionStore>),
-}
-
-impl<A> std::fmt::Debug for Server<A> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server")
-            .field("max_line", &self.max_line)
-            .field("max_in_flight", &self.max_in_flight)
-            .field("recorded", &!matches!(self.store, Store::None))
-            .field("mcp_timeout", &self.mcp_timeout)
-            .field("mcp_permission", &self.mcp_permission)
-            .field("local_fallback", &self.local_fallback)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<A: Agent> Server<A> {
-    /// `agent`, with the default limits: 64 MiB lines, 1,024 requests in flight.
-    pub fn new(agent: A) -> Self {
-        Server {
-            agent,
+impl Default for Config {
+    fn default() -> Self {
+        Config {
             max_line: DEFAULT_MAX_LINE,
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             store: Store::Default,
@@ -152,6 +135,37 @@ impl<A: Agent> Server<A> {
             secrets: Vec::new(),
             #[cfg(feature = "llm-providers")]
             llm_providers: None,
+        }
+    }
+}
+
+/// Where a server records its sessions.
+enum Store {
+    /// The on-disk default under [`serve_stdio`](Server::serve_stdio); none under `serve`.
+    Default,
+    None,
+    Given(Arc<dyn SessionStore>),
+}
+
+impl<A> std::fmt::Debug for Server<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("max_line", &self.config.max_line)
+            .field("max_in_flight", &self.config.max_in_flight)
+            .field("recorded", &!matches!(self.config.store, Store::None))
+            .field("mcp_timeout", &self.config.mcp_timeout)
+            .field("mcp_permission", &self.config.mcp_permission)
+            .field("local_fallback", &self.config.local_fallback)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: Agent> Server<A> {
+    /// `agent`, with the default limits: 64 MiB lines, 1,024 requests in flight.
+    pub fn new(agent: A) -> Self {
+        Server {
+            agent,
+            config: Config::default(),
         }
     }
 
@@ -178,7 +192,9 @@ impl<A: Agent> Server<A> {
     /// # }
     /// ```
     pub fn secret_env<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
-        self.secrets.extend(names.into_iter().map(Into::into));
+        self.config
+            .secrets
+            .extend(names.into_iter().map(Into::into));
         self
     }
 
@@ -196,7 +212,7 @@ impl<A: Agent> Server<A> {
     ///
     /// [`Server::router`]: Server::router
     pub fn detached_turns(mut self, limit: Duration) -> Self {
-        self.detach = Some(limit);
+        self.config.detach = Some(limit);
         self
     }
 
@@ -209,7 +225,7 @@ impl<A: Agent> Server<A> {
     /// Clamped to at least 100 ms. Without a call, [`serve_stdio`](Self::serve_stdio) takes
     /// it from `$ACP_SESSION_LEASE_MS` (milliseconds) when set.
     pub fn session_lease(mut self, ttl: Duration) -> Self {
-        self.lease_ttl = Some(ttl.max(Duration::from_millis(100)));
+        self.config.lease_ttl = Some(ttl.max(Duration::from_millis(100)));
         self
     }
 
@@ -226,7 +242,7 @@ impl<A: Agent> Server<A> {
         mut self,
         endpoints: impl IntoIterator<Item = crate::llm::Endpoint>,
     ) -> Self {
-        self.llm_providers = Some(crate::llm::providers::Endpoints(
+        self.config.llm_providers = Some(crate::llm::providers::Endpoints(
             endpoints.into_iter().collect(),
         ));
         self
@@ -236,7 +252,7 @@ impl<A: Agent> Server<A> {
     /// [`acp::testing`](crate::testing)).
     #[cfg(all(feature = "testing", feature = "v2"))]
     pub(crate) fn local_files(mut self, files: Arc<dyn crate::session::local::fs::Files>) -> Self {
-        self.local_files = Some(files);
+        self.config.local_files = Some(files);
         self
     }
 
@@ -269,7 +285,7 @@ impl<A: Agent> Server<A> {
     /// # }
     /// ```
     pub fn local_fallback(mut self, enabled: bool) -> Self {
-        self.local_fallback = enabled;
+        self.config.local_fallback = enabled;
         self
     }
 
@@ -280,7 +296,7 @@ impl<A: Agent> Server<A> {
     /// at most this long. A server that takes longer is stopped and reported failed
     /// ([`Session::mcp_status`](crate::Session::mcp_status)).
     pub fn mcp_timeout(mut self, timeout: Duration) -> Self {
-        self.mcp_timeout = timeout;
+        self.config.mcp_timeout = timeout;
         self
     }
 
@@ -288,7 +304,7 @@ impl<A: Agent> Server<A> {
     /// [`McpPermission::UnlessReadOnly`]: ask unless the server annotates the tool
     /// read-only).
     pub fn mcp_permission(mut self, permission: McpPermission) -> Self {
-        self.mcp_permission = permission;
+        self.config.mcp_permission = permission;
         self
     }
 
@@ -305,27 +321,27 @@ impl<A: Agent> Server<A> {
     /// [`SqliteStore::open_default`](crate::store::SqliteStore::open_default); `serve` records
     /// nothing.
     pub fn store(mut self, store: impl SessionStore) -> Self {
-        self.store = Store::Given(Arc::new(store));
+        self.config.store = Store::Given(Arc::new(store));
         self
     }
 
     /// [`store`](Self::store), with a store shared with other code (e.g. a test that
     /// restarts the agent on the same store).
     pub fn shared_store(mut self, store: Arc<dyn SessionStore>) -> Self {
-        self.store = Store::Given(store);
+        self.config.store = Store::Given(store);
         self
     }
 
     /// Records nothing: the history methods are neither advertised nor answered.
     pub fn no_store(mut self) -> Self {
-        self.store = Store::None;
+        self.config.store = Store::None;
         self
     }
 
     /// The longest message accepted, in bytes (default 64 MiB). A longer line is skipped
     /// without being buffered and answered `-32700` with a null id; the connection goes on.
     pub fn max_line_bytes(mut self, bytes: usize) -> Self {
-        self.max_line = bytes;
+        self.config.max_line = bytes;
         self
     }
 
@@ -334,7 +350,7 @@ impl<A: Agent> Server<A> {
     /// answered: a client that writes requests without reading the answers cannot grow the
     /// agent's memory. Running prompt turns count, one per session.
     pub fn max_in_flight(mut self, requests: usize) -> Self {
-        self.max_in_flight = requests.max(1);
+        self.config.max_in_flight = requests.max(1);
         self
     }
 
@@ -364,44 +380,25 @@ impl<A: Agent> Server<A> {
 
     /// What every connection of this server shares (the network serves many).
     pub(crate) fn into_shared(self) -> Shared<A> {
-        let Server {
-            agent,
-            max_line,
-            max_in_flight,
-            store,
-            mcp_timeout,
-            mcp_permission,
-            local_fallback,
-            local_files,
-            lease_ttl,
-            detach,
-            secrets,
-            #[cfg(feature = "llm-providers")]
-            llm_providers,
-        } = self;
-        let detach = detach.filter(|limit| !limit.is_zero()).map(|limit| Detach {
-            limit,
-            sessions: Arc::default(),
-        });
-        let store = match store {
-            Store::Given(store) => Some(store),
+        let Server { agent, config } = self;
+        let detach = config
+            .detach
+            .filter(|limit| !limit.is_zero())
+            .map(|limit| Detach {
+                limit,
+                sessions: Arc::default(),
+            });
+        let store = match &config.store {
+            Store::Given(store) => Some(store.clone()),
             Store::Default | Store::None => None,
         };
         Shared {
             agent: Arc::new(agent),
-            max_line,
-            max_in_flight,
             store,
-            mcp_timeout,
-            mcp_permission,
-            local_fallback,
-            local_files,
-            lease_ttl,
             detach,
-            secrets: secrets.into(),
+            secrets: config.secrets.clone().into(),
             owners: Arc::default(),
-            #[cfg(feature = "llm-providers")]
-            llm_providers,
+            config,
         }
     }
 
@@ -409,7 +406,7 @@ impl<A: Agent> Server<A> {
     /// (`$ACP_SESSION_LEASE_MS`) and the store (`$ACP_DATABASE_URL`, else the agent's on-disk
     /// default, unless the server was given one or told to keep none).
     pub(crate) fn env_defaults(mut self) -> Result<Self> {
-        if self.lease_ttl.is_none()
+        if self.config.lease_ttl.is_none()
             && let Some(ms) = std::env::var_os(LEASE_VAR)
         {
             let ms = ms.to_str().and_then(|ms| ms.trim().parse::<u64>().ok());
@@ -420,16 +417,16 @@ impl<A: Agent> Server<A> {
         }
         if let Some(names) = std::env::var_os(SECRET_VARS_VAR) {
             let names = names.to_string_lossy().into_owned();
-            self.secrets.extend(
+            self.config.secrets.extend(
                 names
                     .split(|c: char| c == ',' || c.is_whitespace())
                     .filter(|n| !n.is_empty())
                     .map(str::to_owned),
             );
         }
-        if matches!(self.store, Store::Default) {
+        if matches!(self.config.store, Store::Default) {
             let opening = crate::store::url::opening_default(&self.agent.info().name)?;
-            self.store = Store::Given(Arc::new(opening));
+            self.config.store = Store::Given(Arc::new(opening));
         }
         Ok(self)
     }
@@ -439,7 +436,7 @@ impl<A: Agent> Server<A> {
     /// Where the server will record its sessions, for the operator's log (never a password).
     #[cfg(feature = "http")]
     pub(crate) fn describe_store(&self) -> String {
-        match &self.store {
+        match &self.config.store {
             Store::None => "no store (sessions are not recorded)".to_owned(),
             Store::Given(_) => "the store the agent was given".to_owned(),
             Store::Default => match std::env::var(crate::store::url::DATABASE_URL_VAR) {
@@ -465,20 +462,15 @@ impl<A: Agent> Server<A> {
 /// connection (stdio has one; the network many, each its own `serve`).
 pub(crate) struct Shared<A> {
     agent: Arc<A>,
-    max_line: usize,
-    max_in_flight: usize,
+    /// What the server was told.
+    config: Config,
+    /// Where sessions are recorded (the config's store, resolved).
     store: Option<Arc<dyn SessionStore>>,
-    mcp_timeout: Duration,
-    mcp_permission: McpPermission,
-    local_fallback: bool,
-    local_files: Option<Arc<dyn crate::session::local::fs::Files>>,
-    lease_ttl: Option<Duration>,
+    /// The turns its connections' clients left running (the config's `detach`, resolved).
     detach: Option<Detach>,
     secrets: Arc<[String]>,
     /// Who opened which session, for the owner check without a store.
     owners: Arc<crate::session::registry::Owners>,
-    #[cfg(feature = "llm-providers")]
-    llm_providers: Option<crate::llm::providers::Endpoints>,
 }
 
 impl<A: Agent> Shared<A> {
@@ -491,7 +483,7 @@ impl<A: Agent> Shared<A> {
     /// The longest message accepted, in bytes.
     #[cfg(feature = "http")]
     pub(crate) fn max_line(&self) -> usize {
-        self.max_line
+        self.config.max_line
     }
 
     /// Serves one connection over a byte stream pair (one message per line each way), with
@@ -501,7 +493,7 @@ impl<A: Agent> Shared<A> {
         R: AsyncRead + Unpin + Send,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let lines = LineReader::new(reader, self.max_line);
+        let lines = LineReader::new(reader, self.config.max_line);
         self.serve_on(lines, Sink::lines(writer), None, grant).await
     }
 
@@ -517,42 +509,26 @@ impl<A: Agent> Shared<A> {
     ) -> Result<()> {
         let Shared {
             agent,
-            max_line: _,
-            max_in_flight,
+            config,
             store,
-            mcp_timeout,
-            mcp_permission,
-            local_fallback,
-            local_files,
-            lease_ttl,
             detach,
             secrets,
             owners,
-            #[cfg(feature = "llm-providers")]
-            llm_providers,
         } = self;
-        let lease_ttl = *lease_ttl;
-        let (agent, max_in_flight, store) = (agent.clone(), *max_in_flight, store.clone());
-        let (mcp_timeout, mcp_permission, local_fallback, local_files) = (
-            *mcp_timeout,
-            *mcp_permission,
-            *local_fallback,
-            local_files.clone(),
-        );
-        #[cfg(feature = "llm-providers")]
-        let llm_providers = llm_providers.clone();
         static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
         let span = debug_span!("acp", conn = CONNECTIONS.fetch_add(1, Ordering::Relaxed));
         let settings = agent.settings();
         settings
             .check()
             .map_err(|e| Error::msg(format!("the agent's settings are invalid: {e}")))?;
-        let journal = Journal::new(store);
-        let (peer, queue) = Peer::new(output, max_in_flight, journal, detach.is_some());
+        let journal = Journal::new(store.clone());
+        let (peer, queue) = Peer::new(output, config.max_in_flight, journal, detach.is_some());
         let parts = Parts {
-            local_fallback,
-            local_files,
-            lease_ttl: lease_ttl.unwrap_or(crate::session::DEFAULT_LEASE_TTL),
+            local_fallback: config.local_fallback,
+            local_files: config.local_files.clone(),
+            lease_ttl: config
+                .lease_ttl
+                .unwrap_or(crate::session::DEFAULT_LEASE_TTL),
             detach: detach.clone(),
             user,
             grant: grant.secrets(secrets.clone()),
@@ -561,17 +537,17 @@ impl<A: Agent> Shared<A> {
         let conn = Arc::new(Connection::new(peer.clone(), parts));
         conn.services().insert(settings.clone());
         conn.services().insert(McpConfig {
-            timeout: mcp_timeout,
-            permission: mcp_permission,
+            timeout: config.mcp_timeout,
+            permission: config.mcp_permission,
             client: agent.info(),
         });
         conn.services().insert(Tools(agent.clone()));
         #[cfg(feature = "llm-providers")]
-        if let Some(endpoints) = llm_providers {
+        if let Some(endpoints) = config.llm_providers.clone() {
             conn.services().insert(endpoints);
         }
         let writer_task = tokio::spawn(write_loop(queue, peer.clone()).instrument(span.clone()));
-        let router = Router::new(agent, conn.clone(), Arc::new(settings));
+        let router = Router::new(agent.clone(), conn.clone(), Arc::new(settings));
         let read = read_loop(input, &peer, &router)
             .instrument(span.clone())
             .await;

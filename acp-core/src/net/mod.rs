@@ -130,6 +130,7 @@ impl<A: Agent> Server<A> {
         let recorded = self.describe_store();
         let mut server = self.env_defaults()?;
         server
+            .config
             .detach
             .get_or_insert(crate::serve::DEFAULT_DETACHED_TURNS);
         let server = Arc::new(server.into_shared());
