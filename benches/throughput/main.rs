@@ -315,6 +315,7 @@ fn main() {
         print_table(&columns, baseline);
         print_recording(&columns);
         report::print_v2(&columns);
+        report::print_before(&columns);
         println!(
             "load average (1 min) before/after the measurements: {load_before} / {load_after}"
         );

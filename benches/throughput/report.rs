@@ -243,13 +243,38 @@ pub(crate) fn print_recording(columns: &[Column]) {
 
 /// Protocol v2 beside v1: the same agent binary, its client negotiating 2.
 pub(crate) fn print_v2(columns: &[Column]) {
+    print_pair(
+        columns,
+        ("ours, v2", "ours"),
+        "protocol v2 (same agent, same store)      |         v2 |      v1 | v2/v1",
+    );
+}
+
+/// This build beside another one measured in the same rounds (`ACP_BENCH_BEFORE`), on each
+/// protocol version.
+pub(crate) fn print_before(columns: &[Column]) {
+    print_pair(
+        columns,
+        ("ours", "before"),
+        "this build / before (v1, default store)   |      after |  before | after/before",
+    );
+    print_pair(
+        columns,
+        ("ours, v2", "before, v2"),
+        "this build / before (v2, default store)   |      after |  before | after/before",
+    );
+}
+
+/// The stream, permission and cancel figures of the columns `names` (a, b) side by side,
+/// under `header`, with a/b.
+fn print_pair(columns: &[Column], names: (&str, &str), header: &str) {
     let find = |name: &str| columns.iter().find(|c| c.name == name);
-    let (Some(v2), Some(v1)) = (find("ours, v2"), find("ours")) else {
+    let (Some(a_col), Some(b_col)) = (find(names.0), find(names.1)) else {
         return;
     };
     println!();
-    println!("protocol v2 (same agent, same store)      |         v2 |      v1 | v2/v1");
-    if let (Some(a), Some(b)) = (best_run(v2), best_run(v1)) {
+    println!("{header}");
+    if let (Some(a), Some(b)) = (best_run(a_col), best_run(b_col)) {
         println!(
             "stream 100k: chunks/s (best of 3)         | {:>10.0} | {:>7.0} | {:.2}",
             a.0,
@@ -266,7 +291,7 @@ pub(crate) fn print_v2(columns: &[Column]) {
         ("cancel: p99 µs", |c| &c.cancel, |s| s.p99),
     ];
     for (label, samples, pick) in rows {
-        if let (Some(a), Some(b)) = (Stats::of(samples(v2)), Stats::of(samples(v1))) {
+        if let (Some(a), Some(b)) = (Stats::of(samples(a_col)), Stats::of(samples(b_col))) {
             let (a, b) = (pick(&a), pick(&b));
             println!(
                 "{label:<42}| {:>10} | {:>7} | {:.2}",
@@ -276,7 +301,9 @@ pub(crate) fn print_v2(columns: &[Column]) {
             );
         }
     }
-    if !v2.problems.is_empty() {
-        println!("v2 problems: {}", v2.problems.join("; "));
+    for col in [a_col, b_col] {
+        if !col.problems.is_empty() {
+            println!("{} problems: {}", col.name, col.problems.join("; "));
+        }
     }
 }
