@@ -21,7 +21,7 @@
 //! | `error` | [`Error`], [`Result`] and their JSON-RPC error codes |
 //! | `sync` | the one way the runtime takes its locks (recovering from a panic elsewhere) |
 //! | `jsonrpc` | classifying incoming lines, encoding frames, our requests awaiting answers |
-//! | `transport` | newline framing with its limits; the process's stdio |
+//! | `transport` | messages in (`Source`: newline framing with its limits, or the network's channel) and out (`Sink`, each message with its `Route`); the process's stdio |
 //! | `protocol` | ACP method names (from the schema crate); the account of a session (v1's update types); the connection's [codec](#the-protocol-seam): every frame the runtime sends, in v1 or v2 (negotiated per connection) |
 //! | `store` | recorded sessions: the [`store::SessionStore`] trait, in memory and SQLite |
 //! | `peer` | JSON-RPC with the client, knowing no session and no version: the output queue and writer task (which journals records before writing), the reader loop and its admissions, requests to the client and their answers |
@@ -43,10 +43,14 @@
 //! (`protocol::Codec`, chosen once by `initialize`), which writes every frame the runtime
 //! sends, and the router's **method table** (`router::routes`), where each method has its
 //! name in each version, its gate and its handler. Below them the peer moves JSON-RPC
-//! messages and knows neither sessions nor versions; above them sessions, tools, MCP, the
-//! model loop and the store speak one account, the schema crate's v1 types, and never ask
-//! which version is spoken. The next protocol method is one row of the table; the next
-//! update type is one arm of each version's encoder.
+//! messages and knows neither sessions nor versions, and the transport knows only messages:
+//! the runtime reads a `transport::Source` (stdio's lines, or the network's messages) and
+//! hands a `transport::Sink` each message with its `Route` (the connection, a session, or
+//! the answer to a request), set where the frame is made, so the network service routes
+//! without reading a frame. Above them sessions, tools, MCP, the model loop and the store
+//! speak one account, the schema crate's v1 types, and never ask which version is spoken.
+//! The next protocol method is one row of the table; the next update type is one arm of
+//! each version's encoder.
 //!
 //! A v1 prompt, `session/prompt` on a connection that said `protocolVersion: 1`:
 //!
