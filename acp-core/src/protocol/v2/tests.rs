@@ -32,7 +32,7 @@ fn strict<T: DeserializeOwned + Serialize>(value: &Value) -> T {
 fn v2_frame(update: &SessionUpdate) -> Option<Value> {
     let bytes = session_update(&SessionId::new("s"), update).unwrap()?;
     let frame: Value = serde_json::from_slice(&bytes).unwrap();
-    assert_eq!(frame["method"], "session/update");
+    assert_eq!(frame["method"], crate::protocol::methods::SESSION_UPDATE);
     let _: v2::UpdateSessionNotification = strict(&frame["params"]);
     Some(frame["params"]["update"].clone())
 }
