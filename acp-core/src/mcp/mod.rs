@@ -138,16 +138,16 @@ impl Drop for McpServers {
 /// and calls wait for them. `reserved` are the agent's own tool names. Does nothing when the
 /// session has no servers.
 pub(crate) fn attach(state: &Arc<SessionState>, reserved: Vec<String>) {
-    if state.mcp_servers.is_empty() {
+    if state.mcp_servers().is_empty() {
         return;
     }
-    let config = config(&state.conn);
-    let servers = state.mcp_servers.clone();
-    let cwd = state.roots.cwd.clone();
-    let grant = state.conn.grant().clone();
+    let config = config(state.conn());
+    let servers = state.mcp_servers().to_vec();
+    let cwd = state.roots().cwd.clone();
+    let grant = state.conn().grant().clone();
     let (tx, rx) = watch::channel(None);
     let timeout = config.timeout;
-    let span = debug_span!("mcp", session = %state.id);
+    let span = debug_span!("mcp", session = %state.id());
     let startup = tokio::spawn(
         async move {
             let connecting = servers.iter().map(|server| {
@@ -186,8 +186,8 @@ pub(crate) fn attach(state: &Arc<SessionState>, reserved: Vec<String>) {
         startup,
         timeout,
     });
-    state.values.insert(Handle(servers.clone()));
-    state.values.insert(SessionTools(servers));
+    state.values().insert(Handle(servers.clone()));
+    state.values().insert(SessionTools(servers));
 }
 
 /// The per-session value holding the session's [`McpServers`] (beside the same value as the
@@ -195,7 +195,7 @@ pub(crate) fn attach(state: &Arc<SessionState>, reserved: Vec<String>) {
 struct Handle(Arc<McpServers>);
 
 fn servers(state: &SessionState) -> Option<Arc<McpServers>> {
-    state.values.get::<Handle>().map(|h| h.0.clone())
+    state.values().get::<Handle>().map(|h| h.0.clone())
 }
 
 fn config(conn: &Connection) -> McpConfig {

@@ -3,7 +3,6 @@
 //! without replay) and `session/delete`; and what `session/new` and a prompt turn add to it.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
@@ -131,7 +130,7 @@ pub(super) fn reopen<A: Agent>(
         }
         let settings = values.remove(STORE_KEY);
         let state = SessionState::new(&conn, req.session_id, req.roots, req.mcp_servers);
-        state.persisted.restore(values);
+        state.restore_persisted(values);
         connect_mcp(&*agent, &state);
         let mut replayed = 0usize;
         while let Some(&(last, _)) = page.last() {
@@ -139,28 +138,31 @@ pub(super) fn reopen<A: Agent>(
             if req.replay {
                 for (_, record) in &page {
                     if let Record::Update { update } = record
-                        && let Ok(Some(bytes)) = conn.codec().replayed(&state.id, update)
+                        && let Ok(Some(bytes)) = conn.codec().replayed(state.id(), update)
                     {
-                        let frame = Frame::new(bytes, None).of_session(&state.id);
+                        let frame = Frame::new(bytes, None).of_session(state.id());
                         let _ = conn.peer().send(frame).await;
                     }
                 }
             }
             replayed += page.len();
-            page = match store.records_page(&state.id, Some(last), REPLAY_PAGE).await {
+            page = match store
+                .records_page(state.id(), Some(last), REPLAY_PAGE)
+                .await
+            {
                 Ok(page) => page,
                 Err(e) => return answer(&conn, &id, Err::<(), _>(e)).await,
             };
         }
-        debug!(session = %state.id, records = replayed, replay = req.replay, "reopened the session");
+        debug!(session = %state.id(), records = replayed, replay = req.replay, "reopened the session");
         // Where the version says so (v2): the replay asked for is over, and the session's
         // state, before the answer.
         let background = super::queue::background_terminal_ids(&state);
         for bytes in conn
             .codec()
-            .replayed_to_end(&state.id, req.replay, &background)
+            .replayed_to_end(state.id(), req.replay, &background)
         {
-            let frame = Frame::new(bytes, None).of_session(&state.id);
+            let frame = Frame::new(bytes, None).of_session(state.id());
             let _ = conn.peer().send(frame).await;
         }
         let cx = Session::new(state.clone(), None).handling(Request::new(req.meta));
@@ -280,9 +282,9 @@ fn continue_numbering(state: &SessionState, records: &[(u64, Record)]) {
         messages = messages.max(number(ids.message_id, "msg_"));
     }
     if let Some(n) = calls {
-        state.next_tool_call.fetch_max(n + 1, Ordering::Relaxed);
+        state.continue_tool_calls_after(n);
     }
     if let Some(n) = messages {
-        state.messages.continue_after(n);
+        state.messages().continue_after(n);
     }
 }

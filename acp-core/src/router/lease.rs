@@ -55,10 +55,10 @@ pub(super) async fn take(
 /// Keeps `state`'s lease while it is open on its connection (see the module's doc), from a
 /// task of its own that takes it at once (a new session's first lease).
 pub(super) fn keep(store: Arc<dyn SessionStore>, state: &Arc<SessionState>) {
-    let conn = Arc::downgrade(&state.conn);
+    let conn = Arc::downgrade(state.conn());
     let session = Arc::downgrade(state);
-    let (id, ended) = (state.id.clone(), state.ended.clone());
-    let (holder, ttl) = state.conn.lease();
+    let (id, ended) = (state.id().clone(), state.ended().clone());
+    let (holder, ttl) = state.conn().lease();
     let holder = holder.to_owned();
     tokio::spawn(async move {
         let mut renewed = Instant::now();
@@ -99,9 +99,9 @@ fn lose(conn: &Weak<Connection>, session: &Weak<SessionState>) {
     let (Some(conn), Some(session)) = (conn.upgrade(), session.upgrade()) else {
         return;
     };
-    match conn.sessions().get(&session.id) {
+    match conn.sessions().get(session.id()) {
         Some(open) if Arc::ptr_eq(&open, &session) => {
-            conn.sessions().remove(&session.id);
+            conn.sessions().remove(session.id());
         }
         _ => session.close(),
     }

@@ -15,7 +15,6 @@ use crate::schema::{
 };
 use crate::session::{Client, Connection, Session, SessionState};
 use crate::store::StoredSession;
-use crate::sync::lock;
 use crate::{Error, Result};
 
 /// What the answer to an opened session carries.
@@ -90,16 +89,16 @@ pub(super) async fn open_session<A: Agent, T: OpenAnswer>(
     };
     let mut commands = agent.commands();
     commands.extend(setup.commands);
-    *lock(&state.commands) = commands.clone();
+    state.set_commands(commands.clone());
     let cx = Session::new(state.clone(), None);
     let (modes, config_options) = cx.settings_state();
     let opened = Opened {
-        id: state.id.clone(),
+        id: state.id().clone(),
         modes,
         config_options,
         meta: setup.meta,
     };
-    let session_id = state.id.clone();
+    let session_id = state.id().clone();
     if conn.peer().journal.store().is_none()
         && let Some(user) = conn.user()
     {
@@ -140,13 +139,13 @@ async fn send_commands(conn: &Connection, session: &SessionId, commands: Vec<Ava
 /// What the store keeps of a session besides its records (timestamps are the store's).
 fn stored(state: &SessionState) -> StoredSession {
     StoredSession {
-        id: state.id.clone(),
-        cwd: state.roots.cwd.clone(),
-        additional_directories: state.roots.additional.clone(),
+        id: state.id().clone(),
+        cwd: state.roots().cwd.clone(),
+        additional_directories: state.roots().additional.clone(),
         title: None,
         updated_at: String::new(),
         created_at: String::new(),
-        owner: state.conn.user().map(str::to_owned),
+        owner: state.conn().user().map(str::to_owned),
     }
 }
 
@@ -156,7 +155,7 @@ pub(super) async fn save(conn: &Connection, state: &SessionState, title: Option<
         let mut session = stored(state);
         session.title = title;
         if let Err(e) = store.save_session(&session).await {
-            warn!(session = %state.id, "could not save the session in the store: {e}");
+            warn!(session = %state.id(), "could not save the session in the store: {e}");
         }
     }
 }

@@ -95,7 +95,7 @@ pub(super) fn start<A: Agent>(
                     ErrorCode::InvalidRequest.into(),
                     format!(
                         "session `{}` is already running a prompt turn; wait for its answer or cancel it",
-                        state.id
+                        state.id()
                     ),
                 ));
             }
@@ -103,19 +103,18 @@ pub(super) fn start<A: Agent>(
         }
     };
     // The message id is the session's from now: a retry with the same key gets it.
-    let message = state.messages.user_message();
+    let message = state.messages().user_message();
     if let Some(key) = key {
         queue.remember_key(key, message.clone());
     }
-    let waiting = lock(&state.waiting).clone();
+    let waiting = state.waiting();
     let (agent, prompts) = (r.agent.clone(), r.prompts.clone());
-    let span =
-        debug_span!("turn", session = %state.id, command = command.as_ref().map(|c| c.0.as_str()));
+    let span = debug_span!("turn", session = %state.id(), command = command.as_ref().map(|c| c.0.as_str()));
     Ok(Box::pin(
         async move {
             // Running turns are bounded by sessions (one each), not by the requests in flight.
             crate::peer::release_admission();
-            let conn = state.conn.clone();
+            let conn = state.conn().clone();
             let (turn, slot) = match entry {
                 Entry::Started(turn) => (turn, None),
                 Entry::Queued(place) => {
@@ -137,7 +136,7 @@ pub(super) fn start<A: Agent>(
                 }
             };
             lock(&prompts).insert(id.clone(), turn.clone());
-            state.messages.end();
+            state.messages().end();
             if let Some(bytes) = conn.codec().accepted(&id, &message.0) {
                 let _ = conn
                     .peer()
@@ -145,8 +144,8 @@ pub(super) fn start<A: Agent>(
                     .await;
             }
             record_prompt(&state, &turn, &blocks, &message).await;
-            if let Some(bytes) = conn.codec().state(&state.id, protocol::State::Running) {
-                let frame = Frame::new(bytes, Some(turn.sequence.clone())).of_session(&state.id);
+            if let Some(bytes) = conn.codec().state(state.id(), protocol::State::Running) {
+                let frame = Frame::new(bytes, Some(turn.sequence.clone())).of_session(state.id());
                 let _ = conn.peer().send(frame).await;
             }
             let request = Request::new(prompt.meta().cloned());
@@ -160,7 +159,7 @@ pub(super) fn start<A: Agent>(
                 background: &|| queue::background_terminal_ids(&state),
             };
             let (frame, ended) = turn
-                .end(conn.peer(), conn.codec(), &state.id, ending, outcome)
+                .end(conn.peer(), conn.codec(), state.id(), ending, outcome)
                 .await;
             // Free the session before the answer leaves: a client may send its next prompt the
             // moment it reads the answer.
@@ -185,7 +184,7 @@ fn too_many_waiting(state: &SessionState) -> schema::Error {
         format!(
             "session `{}` has too many prompts waiting (at most {} prompts, {} MiB in all); \
              send this one once a waiting prompt has started, or cancel",
-            state.id,
+            state.id(),
             queue::MAX_QUEUED_PROMPTS,
             queue::MAX_QUEUED_BYTES >> 20,
         ),
@@ -201,7 +200,7 @@ async fn wait_for_turn(
     queue: &PromptQueue,
     waiting: &CancellationToken,
 ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
-    let conn = &state.conn;
+    let conn = &state.conn();
     tokio::select! {
         // A cancel that came first wins over the slot it freed.
         biased;
@@ -227,9 +226,9 @@ pub(super) async fn record_prompt(
     blocks: &[ContentBlock],
     message: &MessageId,
 ) {
-    let conn = &state.conn;
+    let conn = &state.conn();
     let journal = &conn.peer().journal;
-    let echo = conn.codec().user_message(&state.id, message, blocks);
+    let echo = conn.codec().user_message(state.id(), message, blocks);
     let records: Vec<Record> = match journal.is_recording() {
         true => blocks
             .iter()
@@ -237,10 +236,10 @@ pub(super) async fn record_prompt(
             .collect(),
         false => Vec::new(),
     };
-    let recorded = journal.records_only(&state.id, &records);
+    let recorded = journal.records_only(state.id(), &records);
     if let Some(bytes) = echo {
         let mut frame =
-            recorded.unwrap_or_else(|| Frame::new(Vec::new(), None).of_session(&state.id));
+            recorded.unwrap_or_else(|| Frame::new(Vec::new(), None).of_session(state.id()));
         frame.bytes = bytes;
         frame.sequence = Some(turn.sequence.clone());
         let _ = conn.peer().send(frame).await;
@@ -250,9 +249,9 @@ pub(super) async fn record_prompt(
         return;
     };
     if conn.peer().try_queue(frame).is_err()
-        && let Err(e) = store.append(&state.id, &records).await
+        && let Err(e) = store.append(state.id(), &records).await
     {
-        warn!(session = %state.id, "could not record the prompt: {e}");
+        warn!(session = %state.id(), "could not record the prompt: {e}");
     }
 }
 
@@ -297,7 +296,7 @@ pub(super) fn command_of<A: Agent>(
     prompt: &Prompt,
 ) -> Option<(String, Prompt)> {
     prompt.command().and_then(|(name, rest)| {
-        let offered = lock(&state.commands).iter().any(|c| c.name == name);
+        let offered = state.offers_command(name);
         let declared = r.agent.commands().iter().any(|c| c.name == name);
         (offered && declared).then(|| (name.to_owned(), rest))
     })

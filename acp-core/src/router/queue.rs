@@ -39,7 +39,7 @@ pub(super) struct PromptQueue {
 impl PromptQueue {
     /// The queue of `state`'s session.
     pub fn of(state: &SessionState) -> Arc<PromptQueue> {
-        state.values.get_or_insert_with(PromptQueue::default)
+        state.values().get_or_insert_with(PromptQueue::default)
     }
 
     /// A place in the queue for a prompt of `bytes`, if it has room for it (at most
@@ -98,11 +98,7 @@ impl Drop for Queued {
 /// The session's local terminals whose command still runs: v2's background work once the
 /// turn that started them ended.
 pub(super) fn running_terminals(state: &SessionState) -> Vec<Arc<LocalTerminal>> {
-    lock(&state.local_terminals)
-        .iter()
-        .filter_map(std::sync::Weak::upgrade)
-        .filter(|t| t.is_running())
-        .collect()
+    state.running_local_terminals()
 }
 
 /// The ids of [`running_terminals`].

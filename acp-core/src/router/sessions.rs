@@ -163,7 +163,7 @@ pub(super) fn close_session<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<Vec<u8>, schema::Error> {
     let session = closing(r, raw)?;
-    debug!(session = %session.id, "session closed");
+    debug!(session = %session.id(), "session closed");
     stop_after_grace(session);
     Ok(jsonrpc::encode_result(
         id,

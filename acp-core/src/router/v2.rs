@@ -80,11 +80,11 @@ pub(super) fn terminal_cancel<A: Agent>(
     else {
         return Err(crate::Error::InvalidParams(format!(
             "terminal `{wanted}` is not running in session `{}`",
-            state.id
+            state.id()
         ))
         .to_rpc());
     };
-    debug!(session = %state.id, terminal = %wanted, "terminal cancelled by the client");
+    debug!(session = %state.id(), terminal = %wanted, "terminal cancelled by the client");
     terminal.kill();
     Ok(jsonrpc::encode_result(
         id,
@@ -292,7 +292,7 @@ pub(super) fn close<A: Agent>(
         crate::peer::release_admission();
         // Free once the running turn has sent its idle (and queued prompts gave up).
         let _free = PromptQueue::of(&session).turn.clone().lock_owned().await;
-        debug!(session = %session.id, "session closed");
+        debug!(session = %session.id(), "session closed");
         answer(&conn, &id, Ok(schema::CloseSessionResponse::new())).await;
         sessions::stop_after_grace(session);
     }))

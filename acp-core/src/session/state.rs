@@ -339,39 +339,40 @@ impl Connection {
 /// sessions to the others after this long.
 pub(crate) const DEFAULT_LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// One session known to a connection.
+/// One session known to a connection. Its fields are the session module's; the layers above
+/// reach it through its methods.
 #[derive(Debug)]
 pub(crate) struct SessionState {
-    pub id: SessionId,
+    pub(super) id: SessionId,
     /// The session's directories: `cwd` and the client's additional ones.
-    pub roots: Roots,
-    pub mcp_servers: Vec<schema::McpServer>,
-    pub conn: Arc<Connection>,
+    pub(super) roots: Roots,
+    pub(super) mcp_servers: Vec<schema::McpServer>,
+    pub(super) conn: Arc<Connection>,
     /// The running prompt turn, if any.
-    pub turn: Mutex<Option<Arc<Turn>>>,
+    pub(super) turn: Mutex<Option<Arc<Turn>>>,
     /// Answers the user gave with "always", per permission key.
-    pub remembered: Mutex<HashMap<String, bool>>,
-    pub next_tool_call: AtomicU64,
+    pub(super) remembered: Mutex<HashMap<String, bool>>,
+    pub(super) next_tool_call: AtomicU64,
     /// The message ids of the chunks it sends.
-    pub messages: Messages,
+    pub(super) messages: Messages,
     /// The current values of the agent's modes and config options.
-    pub settings: config::Values,
+    pub(super) settings: config::Values,
     /// The slash commands the client was last told about.
-    pub commands: Mutex<Vec<schema::AvailableCommand>>,
+    pub(super) commands: Mutex<Vec<schema::AvailableCommand>>,
     /// The session was closed (or reopened elsewhere): handles outside a turn may no longer
     /// send anything for it.
-    pub closed: AtomicBool,
+    pub(super) closed: AtomicBool,
     /// Cancelled when the session is closed (what waits on its end, e.g. its lease keeper).
-    pub ended: CancellationToken,
+    pub(super) ended: CancellationToken,
     /// The author's per-session values, one per type.
-    pub values: TypeMap,
+    pub(super) values: TypeMap,
     /// Which of them persist, and the stored ones not asked for yet.
-    pub persisted: PersistedValues,
+    pub(super) persisted: PersistedValues,
     /// Cancelled (and replaced) by a cancel of the session: drops the prompts waiting for
     /// their turn, where prompts wait (the router's queue).
-    pub waiting: Mutex<CancellationToken>,
+    pub(super) waiting: Mutex<CancellationToken>,
     /// The session's local terminals (see [`local`](super::local)), while they may run.
-    pub local_terminals: Mutex<Vec<std::sync::Weak<super::local::LocalTerminal>>>,
+    pub(super) local_terminals: Mutex<Vec<std::sync::Weak<super::local::LocalTerminal>>>,
 }
 
 impl SessionState {
@@ -399,6 +400,79 @@ impl SessionState {
             waiting: Mutex::new(CancellationToken::new()),
             local_terminals: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// The session's directories: `cwd` and the client's additional ones.
+    pub fn roots(&self) -> &Roots {
+        &self.roots
+    }
+
+    /// The MCP servers the client gave the session.
+    pub fn mcp_servers(&self) -> &[schema::McpServer] {
+        &self.mcp_servers
+    }
+
+    /// The connection the session is open on.
+    pub fn conn(&self) -> &Arc<Connection> {
+        &self.conn
+    }
+
+    /// The message ids of the chunks it sends.
+    pub fn messages(&self) -> &Messages {
+        &self.messages
+    }
+
+    /// Values of the session, one per type: the author's (`cx.state::<T>()`) and those of the
+    /// layers above sessions (the session's MCP servers and tools, its prompt queue), each
+    /// typed by the layer that owns it.
+    pub fn values(&self) -> &TypeMap {
+        &self.values
+    }
+
+    /// Cancelled when the session is closed (what waits on its end, e.g. its lease keeper).
+    pub fn ended(&self) -> &CancellationToken {
+        &self.ended
+    }
+
+    /// The token a cancel of the session cancels (and replaces): prompts waiting for their turn
+    /// give up on it.
+    pub fn waiting(&self) -> CancellationToken {
+        lock(&self.waiting).clone()
+    }
+
+    /// Sets the slash commands the client is told about.
+    pub fn set_commands(&self, commands: Vec<schema::AvailableCommand>) {
+        *lock(&self.commands) = commands;
+    }
+
+    /// Whether the client was told of the slash command `name`.
+    pub fn offers_command(&self, name: &str) -> bool {
+        lock(&self.commands).iter().any(|c| c.name == name)
+    }
+
+    /// Restores the stored values of the author's [`Persist`](super::Persist) types (a
+    /// reopened session).
+    pub fn restore_persisted(&self, values: HashMap<String, serde_json::Value>) {
+        self.persisted.restore(values);
+    }
+
+    /// Numbers new tool calls after `n` (the highest `call_<n>` recorded) at least.
+    pub fn continue_tool_calls_after(&self, n: u64) {
+        self.next_tool_call.fetch_max(n + 1, Ordering::Relaxed);
+    }
+
+    /// The session's local terminals whose command still runs.
+    pub fn running_local_terminals(&self) -> Vec<Arc<super::local::LocalTerminal>> {
+        lock(&self.local_terminals)
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .filter(|t| t.is_running())
+            .collect()
     }
 
     /// Remembers a local terminal of the session (forgetting those that are gone).

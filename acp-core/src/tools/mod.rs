@@ -109,7 +109,10 @@ impl Session {
     }
 
     fn extra_tools(&self) -> Option<Arc<dyn ExtraTools>> {
-        self.state.values.get::<SessionTools>().map(|t| t.0.clone())
+        self.state
+            .values()
+            .get::<SessionTools>()
+            .map(|t| t.0.clone())
     }
 
     /// Runs a tool by name with JSON arguments: one of the agent's `#[acp::tool]` methods,
