@@ -87,18 +87,18 @@ fn system_prompt(
         .transpose()
 }
 
+/// v2's absolute paths as the plain paths v1 reads (the runtime checks them itself).
+fn paths(dirs: Vec<t::AbsolutePath>) -> Vec<std::path::PathBuf> {
+    dirs.into_iter().map(|dir| dir.0).collect()
+}
+
 /// `session/new`.
 pub(crate) fn new_session(
     req: t::NewSessionRequest,
 ) -> Result<schema::NewSessionRequest, schema::Error> {
     const METHOD: &str = methods::SESSION_NEW;
     Ok(schema::NewSessionRequest::new(req.cwd.0)
-        .additional_directories(
-            req.additional_directories
-                .into_iter()
-                .map(|dir| dir.0)
-                .collect::<Vec<_>>(),
-        )
+        .additional_directories(paths(req.additional_directories))
         .mcp_servers(mcp_servers(METHOD, req.mcp_servers)?)
         .system_prompt(system_prompt(METHOD, req.system_prompt)?)
         .meta(req.meta))
@@ -125,12 +125,7 @@ pub(crate) fn resume_session(
         }
     };
     let resume = schema::ResumeSessionRequest::new(req.session_id.0, req.cwd.0)
-        .additional_directories(
-            req.additional_directories
-                .into_iter()
-                .map(|dir| dir.0)
-                .collect::<Vec<_>>(),
-        )
+        .additional_directories(paths(req.additional_directories))
         .mcp_servers(mcp_servers(METHOD, req.mcp_servers)?)
         .system_prompt(system_prompt(METHOD, req.system_prompt)?)
         .meta(req.meta);
