@@ -113,9 +113,9 @@ pub use mcp::{McpPermission, McpState, McpStatus};
 pub use serve::{DEFAULT_DETACHED_TURNS, Server, serve, serve_stdio};
 pub use session::Elicited;
 pub use session::{
-    Choice, Client, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Fs, Modes, Persist,
-    Persisted, Session, Settings, Terminal, Terminals, ToolCallBuilder, ToolCallGuard,
-    in_tool_call,
+    Choice, Client, Compaction, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Fs, Modes,
+    Persist, Persisted, SESSION_PLAN, Session, Settings, Terminal, Terminals, ToolCallBuilder,
+    ToolCallGuard, in_tool_call,
 };
 pub use tools::{IntoToolOutput, Json, Requirement, ToolDef, ToolLocations, ToolOutput};
 

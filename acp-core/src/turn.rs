@@ -14,7 +14,7 @@ use tracing::debug;
 
 use crate::peer::{Frame, Peer, Sequence, turn_ended};
 use crate::protocol::{Codec, Ending, account};
-use crate::schema::{SessionId, StopReason, ToolCallId, Usage};
+use crate::schema::{ClientCapabilities, SessionId, StopReason, ToolCallId, Usage};
 use crate::sync::lock;
 use crate::{Error, Result};
 
@@ -116,6 +116,7 @@ impl Turn {
         &self,
         peer: &Peer,
         codec: &Codec,
+        client: &ClientCapabilities,
         session: &SessionId,
         ending: Ending<'_>,
         outcome: Result<StopReason>,
@@ -134,8 +135,10 @@ impl Turn {
         };
         for call in open {
             let update = account::tool_call_failed(&call, message);
-            if let Ok(encoded) = codec.update(session, &update) {
-                let record = peer.journal.update(session, encoded.account);
+            if let Ok(encoded) = codec.update(session, &update, client) {
+                let record = encoded
+                    .account
+                    .and_then(|account| peer.journal.update(session, account));
                 let frame = Frame::new(encoded.bytes, Some(self.sequence.clone()))
                     .of_session(session)
                     .recorded(record);

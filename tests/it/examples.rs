@@ -46,26 +46,7 @@ async fn within<T>(fut: impl std::future::Future<Output = T>) -> T {
         .expect("the test hung")
 }
 
-/// Runs each test body (an `async fn(protocol: u16)`) on protocol v1 (`v1::name`) and on v2
-/// (`v2::name`): the same assertions, whichever version the agent speaks.
-macro_rules! on_both_versions {
-    ($($name:ident),* $(,)?) => {
-        mod v1 {
-            $(#[tokio::test]
-            async fn $name() {
-                super::$name(1).await
-            })*
-        }
-        mod v2 {
-            $(#[tokio::test]
-            async fn $name() {
-                super::$name(2).await
-            })*
-        }
-    };
-}
-
-on_both_versions!(
+acp::testing::on_both_versions!(
     echo_streams_the_prompt_back_under_a_plan,
     scribe_reads_then_writes_notes_with_a_diff_after_asking,
     scribe_writes_nothing_when_the_user_says_no,

@@ -47,6 +47,7 @@ mod protocol_errors;
 mod protocol_v2;
 mod protocol_v2_sessions;
 mod refused;
+mod reports;
 mod settings;
 mod surface;
 mod tools;

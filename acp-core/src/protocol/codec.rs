@@ -13,10 +13,12 @@ use std::sync::OnceLock;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use super::shown::{self, Shown};
 use super::{Answer, State, Version, v1};
 use crate::jsonrpc;
 use crate::schema::{
-    ContentBlock, MessageId, Meta, RequestId, SessionId, SessionUpdate, StopReason, Usage,
+    ClientCapabilities, ContentBlock, MessageId, Meta, RequestId, SessionId, SessionUpdate,
+    StopReason, Usage,
 };
 use crate::transport::Route;
 use crate::{Error, Result};
@@ -31,9 +33,10 @@ pub(crate) struct Codec {
 /// session store records whatever the wire) is.
 #[derive(Debug)]
 pub(crate) struct EncodedUpdate {
-    /// The frame, newline-terminated.
+    /// The frame, newline-terminated; empty when the client is not shown the update.
     pub bytes: Vec<u8>,
-    pub account: Account,
+    /// None when the update is not history (a notice).
+    pub account: Option<Account>,
 }
 
 /// Where the account of an encoded update is.
@@ -42,8 +45,8 @@ pub(crate) enum Account {
     /// Inside the frame, at this range of its bytes (v1: the frame carries the account as it
     /// is, so recording it costs no second serialization).
     InFrame(Range<usize>),
-    /// Apart from the frame, which carries a translation of it (v2).
-    #[cfg_attr(not(feature = "v2"), allow(dead_code))]
+    /// Apart from the frame, which carries a translation of it (v2), or what the client was
+    /// shown instead (see [`shown`](super::shown)).
     Apart(String),
 }
 
@@ -85,27 +88,80 @@ impl Codec {
         self.version() != Version::V1
     }
 
-    /// The `session/update` frame carrying `update` of `session`.
-    pub fn update(&self, session: &SessionId, update: &SessionUpdate) -> Result<EncodedUpdate> {
+    /// The `session/update` frame carrying `update` of `session` to a client with `client`'s
+    /// capabilities: the nearest update it understands, or none, where it lacks one
+    /// ([`shown`](super::shown)).
+    pub fn update(
+        &self,
+        session: &SessionId,
+        update: &SessionUpdate,
+        client: &ClientCapabilities,
+    ) -> Result<EncodedUpdate> {
+        let kept = shown::kept(update);
+        let account = |update: &SessionUpdate| -> Result<Option<Account>> {
+            Ok(kept
+                .then(|| serde_json::to_string(update))
+                .transpose()?
+                .map(Account::Apart))
+        };
+        match shown::shown(update, client) {
+            Shown::AsIs => {}
+            Shown::Instead(instead) => {
+                let bytes = self.update_frame(session, &instead)?;
+                return Ok(EncodedUpdate {
+                    bytes,
+                    account: account(update)?,
+                });
+            }
+            Shown::Hidden => {
+                return Ok(EncodedUpdate {
+                    bytes: Vec::new(),
+                    account: account(update)?,
+                });
+            }
+        }
         #[cfg(feature = "v2")]
         if self.version() == Version::V2 && !super::v2::same_as_v1(update) {
-            let text = serde_json::to_string(update)?;
             let bytes = super::v2::session_update(session, update)?.unwrap_or_default();
             return Ok(EncodedUpdate {
                 bytes,
-                account: Account::Apart(text),
+                account: account(update)?,
             });
         }
         let (bytes, range) = v1::session_update_located(session, update)?;
         Ok(EncodedUpdate {
             bytes,
-            account: Account::InFrame(range),
+            account: kept.then_some(Account::InFrame(range)),
         })
     }
 
-    /// The frame replaying a recorded update (its account's JSON text) of `session`; `None`
-    /// when the version has no counterpart.
-    pub fn replayed(&self, session: &SessionId, update: &RawValue) -> Result<Option<Vec<u8>>> {
+    /// The frame carrying `update` of `session` in the connection's version (empty where the
+    /// version has no counterpart).
+    fn update_frame(&self, session: &SessionId, update: &SessionUpdate) -> Result<Vec<u8>> {
+        match self.version() {
+            Version::V1 => Ok(v1::session_update_located(session, update)?.0),
+            #[cfg(feature = "v2")]
+            Version::V2 => Ok(super::v2::session_update(session, update)?.unwrap_or_default()),
+        }
+    }
+
+    /// The frame replaying a recorded update (its account's JSON text) of `session` to a
+    /// client with `client`'s capabilities; `None` when the version has no counterpart or the
+    /// client is not shown it.
+    pub fn replayed(
+        &self,
+        session: &SessionId,
+        update: &RawValue,
+        client: &ClientCapabilities,
+    ) -> Result<Option<Vec<u8>>> {
+        if shown::may_differ(update) {
+            let account: SessionUpdate = serde_json::from_str(update.get())?;
+            match shown::shown(&account, client) {
+                Shown::AsIs => {}
+                Shown::Instead(instead) => return self.update_frame(session, &instead).map(Some),
+                Shown::Hidden => return Ok(None),
+            }
+        }
         match self.version() {
             Version::V1 => v1::raw_update(session, update).map(Some),
             #[cfg(feature = "v2")]

@@ -7,6 +7,7 @@
 pub(crate) mod account;
 mod codec;
 pub(crate) mod methods;
+pub(crate) mod shown;
 pub(crate) mod v1;
 #[cfg(feature = "v2")]
 pub(crate) mod v2;

@@ -138,7 +138,9 @@ pub(super) fn reopen<A: Agent>(
             if req.replay {
                 for (_, record) in &page {
                     if let Record::Update { update } = record
-                        && let Ok(Some(bytes)) = conn.codec().replayed(state.id(), update)
+                        && let Ok(Some(bytes)) =
+                            conn.codec()
+                                .replayed(state.id(), update, conn.client_capabilities())
                     {
                         let frame = Frame::new(bytes, None).of_session(state.id());
                         let _ = conn.peer().send(frame).await;

@@ -159,7 +159,14 @@ pub(super) fn start<A: Agent>(
                 background: &|| queue::background_terminal_ids(&state),
             };
             let (frame, ended) = turn
-                .end(conn.peer(), conn.codec(), state.id(), ending, outcome)
+                .end(
+                    conn.peer(),
+                    conn.codec(),
+                    conn.client_capabilities(),
+                    state.id(),
+                    ending,
+                    outcome,
+                )
                 .await;
             // Free the session before the answer leaves: a client may send its next prompt the
             // moment it reads the answer.

@@ -119,14 +119,20 @@ pub(super) fn initialize<A: Agent>(
     }
     debug!(client = ?req.info, "initialized (protocol v2)");
     // A v2 client has no file system or terminals (`cx.fs()` / `cx.terminal()` do not ask it),
-    // and shows boolean config options (v2's baseline).
-    let mut client = schema::ClientCapabilities::new();
-    client.session = Some(
-        schema::ClientSessionCapabilities::new().config_options(
-            schema::SessionConfigOptionsCapabilities::new()
-                .boolean(schema::BooleanConfigOptionCapabilities::new()),
-        ),
-    );
+    // and what v2 has in its baseline: boolean config options, plan operations, subagents,
+    // notices and compactions.
+    let client = schema::ClientCapabilities::new()
+        .plan(schema::PlanCapabilities::new())
+        .subagents(schema::SubagentCapabilities::new())
+        .session(
+            schema::ClientSessionCapabilities::new()
+                .config_options(
+                    schema::SessionConfigOptionsCapabilities::new()
+                        .boolean(schema::BooleanConfigOptionCapabilities::new()),
+                )
+                .notices(schema::NoticeCapabilities::new())
+                .compaction(schema::CompactionCapabilities::new()),
+        );
     r.conn.initialized(client, None);
     // `cx.fs()` / `cx.terminal()` act on the agent's machine, inside the session's roots, and
     // its terminals are shown as v2's agent-owned terminals.

@@ -13,6 +13,7 @@ pub(crate) mod local;
 mod messages;
 mod persist;
 pub(crate) mod registry;
+mod report;
 pub(crate) mod roots;
 mod settings;
 pub(crate) mod state;
@@ -30,6 +31,7 @@ pub use elicit::Elicited;
 pub use fs::Fs;
 pub(crate) use messages::user_chunk;
 pub use persist::{Persist, Persisted};
+pub use report::{Compaction, SESSION_PLAN};
 pub(crate) use settings::list;
 pub use settings::{Choice, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Modes, Settings};
 pub(crate) use state::{Connection, DEFAULT_LEASE_TTL, Parts, SessionState};
@@ -41,9 +43,8 @@ use crate::peer::{Frame, Journaled};
 use crate::protocol::{self, account, methods};
 use crate::schema::{
     self, AvailableCommand, AvailableCommandsUpdate, ClientCapabilities, ContentBlock,
-    ContentChunk, McpServer, Meta, PermissionOption, PermissionOptionId, Plan, PlanEntry,
-    RequestPermissionOutcome, SessionId, SessionInfoUpdate, SessionUpdate, ToolCallUpdate,
-    UsageUpdate,
+    ContentChunk, McpServer, Meta, PermissionOption, PermissionOptionId, RequestPermissionOutcome,
+    SessionId, SessionInfoUpdate, SessionUpdate, ToolCallUpdate, UsageUpdate,
 };
 use crate::sync::lock;
 use crate::turn::Turn;
@@ -290,14 +291,6 @@ impl Session {
     pub async fn thought(&self, content: impl Into<ContentBlock>) -> Result<()> {
         self.update(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
             content.into(),
-        )))
-        .await
-    }
-
-    /// Sends the agent's plan; each call replaces the whole plan in the client.
-    pub async fn plan(&self, entries: impl IntoIterator<Item = PlanEntry>) -> Result<()> {
-        self.update(SessionUpdate::Plan(Plan::new(
-            entries.into_iter().collect(),
         )))
         .await
     }

@@ -306,8 +306,12 @@ impl Connection {
         session: &SessionId,
         update: &schema::SessionUpdate,
     ) -> crate::Result<(Vec<u8>, Option<Journaled>)> {
-        let encoded = self.codec.update(session, update)?;
-        let record = self.peer.journal.update(session, encoded.account);
+        let encoded = self
+            .codec
+            .update(session, update, self.client_capabilities())?;
+        let record = encoded
+            .account
+            .and_then(|account| self.peer.journal.update(session, account));
         Ok((encoded.bytes, record))
     }
 

@@ -15,9 +15,10 @@ use super::editor::{Editor, MemoryFs, PermissionPolicy, TerminalStub};
 use super::wire::Wire;
 use super::{DEFAULT_DEADLINE, TestClient};
 use crate::schema::{
-    AuthCapabilities, BooleanConfigOptionCapabilities, ClientCapabilities, ElicitationCapabilities,
-    ElicitationFormCapabilities, ElicitationUrlCapabilities, FileSystemCapabilities,
-    Implementation, SessionConfigOptionsCapabilities,
+    AuthCapabilities, BooleanConfigOptionCapabilities, ClientCapabilities, CompactionCapabilities,
+    ElicitationCapabilities, ElicitationFormCapabilities, ElicitationUrlCapabilities,
+    FileSystemCapabilities, Implementation, NoticeCapabilities, PlanCapabilities,
+    SessionConfigOptionsCapabilities, SubagentCapabilities,
 };
 use crate::{Agent, Result};
 
@@ -79,6 +80,43 @@ impl TestClientBuilder {
         session.config_options = Some(
             SessionConfigOptionsCapabilities::new().boolean(BooleanConfigOptionCapabilities::new()),
         );
+        self.capabilities.session = Some(session);
+        self
+    }
+
+    /// Advertises plan operations (`plan`): the agent's plans then arrive as `plan_update` /
+    /// `plan_removed` instead of legacy `plan` checklists.
+    #[must_use]
+    pub fn plan(mut self) -> Self {
+        self.capabilities.plan = Some(PlanCapabilities::new());
+        self
+    }
+
+    /// Advertises subagents (`subagents`): the agent's child sessions are then announced
+    /// (`subagent_update`) and their updates arrive on their own session ids
+    /// ([`TestSession::child`](super::TestSession::child)).
+    #[must_use]
+    pub fn subagents(mut self) -> Self {
+        self.capabilities.subagents = Some(SubagentCapabilities::new());
+        self
+    }
+
+    /// Advertises session notices (`session.notices`): the agent's `cx.notice(..)` then reaches
+    /// the client.
+    #[must_use]
+    pub fn notices(mut self) -> Self {
+        let mut session = self.capabilities.session.take().unwrap_or_default();
+        session.notices = Some(NoticeCapabilities::new());
+        self.capabilities.session = Some(session);
+        self
+    }
+
+    /// Advertises session compaction (`session.compaction`): the agent's compactions
+    /// (`compaction_update`, `compaction_summary_chunk`) then reach the client.
+    #[must_use]
+    pub fn compaction(mut self) -> Self {
+        let mut session = self.capabilities.session.take().unwrap_or_default();
+        session.compaction = Some(CompactionCapabilities::new());
         self.capabilities.session = Some(session);
         self
     }

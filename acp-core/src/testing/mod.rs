@@ -120,6 +120,76 @@ use crate::{Error, Result};
 use builder::Agent_;
 use wire::{Outgoing, Wire};
 
+/// Runs each test body on every protocol version this build speaks: each name is an
+/// `async fn(protocol: u16)` in the calling module, and the macro writes a `#[tokio::test]`
+/// `v1::name` that calls it with `1` and, when `acp` is built with its `v2` feature, a
+/// `v2::name` that calls it with `2`. Give the number to
+/// [`TestClientBuilder::protocol`]: the same assertions then hold whichever version the agent
+/// speaks ([`Frame::as_v1`] and what is built on it read v2 back in v1's shape). The calling
+/// crate needs `tokio` with its `macros` and `rt` features, as any async test does.
+///
+/// ```
+/// use acp_core::schema::StopReason;
+/// use acp_core::testing::TestClient;
+/// use acp_core::{Agent, Prompt, Result, Session};
+///
+/// struct Hello;
+/// impl Agent for Hello {
+///     async fn prompt(&self, cx: &Session, _: Prompt) -> Result<StopReason> {
+///         cx.message("hello").await?;
+///         Ok(StopReason::EndTurn)
+///     }
+/// }
+///
+/// async fn says_hello(protocol: u16) {
+///     let client = TestClient::builder().protocol(protocol).connect(Hello).await.unwrap();
+///     let session = client.new_session().await.unwrap();
+///     assert_eq!(session.prompt("hi").await.unwrap().text(), "hello");
+/// }
+///
+/// acp_core::testing::on_both_versions!(says_hello);
+/// # fn main() {}
+/// ```
+#[cfg(feature = "v2")]
+#[macro_export]
+macro_rules! on_both_versions {
+    ($($name:ident),* $(,)?) => {
+        mod v1 {
+            $(#[::tokio::test]
+            async fn $name() {
+                super::$name(1).await
+            })*
+        }
+        mod v2 {
+            $(#[::tokio::test]
+            async fn $name() {
+                super::$name(2).await
+            })*
+        }
+    };
+}
+
+/// Runs each test body on every protocol version this build speaks: each name is an
+/// `async fn(protocol: u16)` in the calling module, and the macro writes a `#[tokio::test]`
+/// `v1::name` that calls it with `1` (and `v2::name` with `2` when `acp` is built with its `v2`
+/// feature, which this build is not). The calling crate needs `tokio` with its `macros` and
+/// `rt` features, as any async test does.
+#[cfg(not(feature = "v2"))]
+#[macro_export]
+macro_rules! on_both_versions {
+    ($($name:ident),* $(,)?) => {
+        mod v1 {
+            $(#[::tokio::test]
+            async fn $name() {
+                super::$name(1).await
+            })*
+        }
+    };
+}
+
+#[doc(inline)]
+pub use crate::on_both_versions;
+
 /// The default deadline of every wait of a [`TestClient`].
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10);
 

@@ -61,7 +61,7 @@ impl Frame {
     /// The frame as protocol v1 carries the same thing, so that one assertion holds on both
     /// versions: on a v1 connection, the frame itself; on a v2 connection, updates,
     /// permission requests and config options read back in v1's shape (a tool call's first
-    /// `tool_call_update` as `tool_call`, `plan_update` as `plan`, a diff's patch as
+    /// `tool_call_update` as `tool_call`, a diff's patch as
     /// `oldText` / `newText`, `configId` as `id`, the permission's `subject` as `toolCall`…),
     /// and `null` for an update v1 has no counterpart of. [`message`](Self::message) is
     /// always what was written.
@@ -175,12 +175,41 @@ impl Turn {
         })
     }
 
-    /// The plans sent, in order.
-    pub fn plans(&self) -> Vec<&schema::Plan> {
+    /// The checklists sent, in order: legacy `plan`s, and the checklists of `plan_update`s
+    /// (whatever their plan id) as plans.
+    pub fn plans(&self) -> Vec<schema::Plan> {
         self.updates
             .iter()
             .filter_map(|u| match u {
-                SessionUpdate::Plan(p) => Some(p),
+                SessionUpdate::Plan(p) => Some(p.clone()),
+                SessionUpdate::PlanUpdate(schema::PlanUpdate {
+                    plan: schema::PlanUpdateContent::Items(items),
+                    ..
+                }) => Some(schema::Plan::new(items.entries.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The plan operations sent (`plan_update`, `plan_removed`), in order.
+    pub fn plan_operations(&self) -> Vec<&SessionUpdate> {
+        self.updates
+            .iter()
+            .filter(|u| {
+                matches!(
+                    u,
+                    SessionUpdate::PlanUpdate(_) | SessionUpdate::PlanRemoved(_)
+                )
+            })
+            .collect()
+    }
+
+    /// The notices sent, in order.
+    pub fn notices(&self) -> Vec<&schema::Notice> {
+        self.updates
+            .iter()
+            .filter_map(|u| match u {
+                SessionUpdate::Notice(n) => Some(n),
                 _ => None,
             })
             .collect()

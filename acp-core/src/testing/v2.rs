@@ -81,10 +81,6 @@ fn update_as_v1(
                 content_as_v1(content);
             }
         }
-        "plan_update" => {
-            let entries = fields["plan"]["entries"].take();
-            return Some(json!({"sessionUpdate": "plan", "entries": entries}));
-        }
         "available_commands_update" => {
             if let Some(Value::Array(commands)) = fields.get_mut("availableCommands") {
                 for command in commands.iter_mut().filter_map(Value::as_object_mut) {
