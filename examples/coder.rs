@@ -412,7 +412,13 @@ pub fn sign_in_path() -> Option<PathBuf> {
     config_dir().map(|d| d.join(SIGN_IN_FILE))
 }
 
-#[acp::agent(name = "coder", title = "Coder", modes = Mode, config(ModelChoice))]
+#[acp::agent(
+    name = "coder",
+    title = "Coder",
+    modes = Mode,
+    config(ModelChoice),
+    system_prompt(override)
+)]
 impl Coder {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
         let models = self.models()?;

@@ -108,7 +108,7 @@ impl ModelAgent {
     }
 }
 
-#[acp::agent(name = "model", title = "Model-driven agent")]
+#[acp::agent(name = "model", title = "Model-driven agent", system_prompt)]
 impl ModelAgent {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
         self.model.run(cx, &prompt).await

@@ -34,13 +34,21 @@ pub fn info(
 }
 
 /// `agentCapabilities` from the recognised methods the impl has and the attribute's
-/// `prompt(…)`: what is advertised follows what is implemented.
+/// `prompt(…)` and `system_prompt` (`Some(true)`: with `override`): what is advertised
+/// follows what is implemented.
 pub fn capabilities(
     methods: &[&str],
     image: bool,
     audio: bool,
     embedded_context: bool,
+    system_prompt: Option<bool>,
 ) -> AgentCapabilities {
+    let system_prompt = system_prompt.map(|takes_override| {
+        schema::SessionSystemPromptCapabilities::new().mode(takes_override.then(|| {
+            schema::SessionSystemPromptModeCapabilities::new()
+                .override_(schema::SessionSystemPromptOverrideCapabilities::new())
+        }))
+    });
     let logout = methods
         .contains(&"logout")
         .then(schema::LogoutCapabilities::new);
@@ -53,6 +61,7 @@ pub fn capabilities(
                 .embedded_context(embedded_context),
         )
         .auth(schema::AgentAuthCapabilities::new().logout(logout))
+        .session_capabilities(schema::SessionCapabilities::new().system_prompt(system_prompt))
 }
 
 /// One slash command, as advertised: its name, its description (the method's doc comment)

@@ -213,6 +213,7 @@ mod json_schema {
 /// | `title = expr` | `agentInfo.title`, shown by clients | none |
 /// | `version = expr` | `agentInfo.version` | `env!("CARGO_PKG_VERSION")` of your crate |
 /// | `prompt(image, audio, embedded_context)` | prompt capabilities: the content the client may send in a prompt; anything else is refused with `-32602` naming the block | text and resource links only |
+/// | `system_prompt`, `system_prompt(override)` | the editor's system prompt is taken (`sessionCapabilities.systemPrompt`, `append` mode; with `override`, that mode too): read it with [`Session::system_prompt`] / [`Session::instructions`]; `acp::llm`'s `Model::run` applies it. A prompt in another mode, or with other than text, is refused with `-32602` and no session opens | not taken: a `systemPrompt` is refused with `-32602` |
 /// | `modes = Type` | the session's modes: a [`Modes`](trait@Modes) type (`#[derive(acp::Modes)]`), offered as `modes` and as the `mode` config option, answered by the runtime (see [`Session::mode`]) | no modes |
 /// | `config(TypeA, TypeB, …)` | the session's config options, in this order: [`ConfigOption`](trait@ConfigOption) types (`#[derive(acp::ConfigOption)]`), answered by the runtime (see [`Session::config`]) | no options |
 /// | `crate = path` (or `crate = "path"`) | where the `acp` crate is, for a renamed dependency or a re-export | `::acp` |

@@ -77,6 +77,10 @@ pub(crate) fn agent(mut agent: Agent) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
     let (image, audio, embedded) = (options.image, options.audio, options.embedded_context);
+    let system_prompt = match options.system_prompt {
+        None => quote!(::core::option::Option::None),
+        Some(takes_override) => quote!(::core::option::Option::Some(#takes_override)),
+    };
 
     let tool_methods = (!defs.is_empty()).then(|| {
         quote! {
@@ -135,7 +139,7 @@ pub(crate) fn agent(mut agent: Agent) -> TokenStream {
                 }
 
                 fn capabilities(&self) -> #p::AgentCapabilities {
-                    #p::capabilities(&[#(#present),*], #image, #audio, #embedded)
+                    #p::capabilities(&[#(#present),*], #image, #audio, #embedded, #system_prompt)
                 }
 
                 #(#forwards)*

@@ -45,6 +45,9 @@ pub(crate) struct Options {
     pub image: bool,
     pub audio: bool,
     pub embedded_context: bool,
+    /// `system_prompt` (`Some(false)`: `append`) or `system_prompt(override)` (`Some(true)`):
+    /// the editor's system prompt is taken.
+    pub system_prompt: Option<bool>,
     /// `modes = Type`: the session's modes.
     pub modes: Option<Type>,
     /// `config(A, B)`: the session's config options, in order.

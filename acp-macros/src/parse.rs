@@ -15,7 +15,8 @@ use crate::methods::Method;
 use crate::model::{Agent, Command, Ext, Fn, Options, Param, Role, Tool};
 
 /// The options of `#[acp::agent]`, as listed in its errors.
-const AGENT_OPTIONS: &str = "`name`, `title`, `version`, `prompt`, `modes`, `config`, `crate`";
+const AGENT_OPTIONS: &str =
+    "`name`, `title`, `version`, `prompt`, `system_prompt`, `modes`, `config`, `crate`";
 /// The flags of `prompt(...)`.
 const PROMPT_OPTIONS: &str = "`image`, `audio`, `embedded_context`";
 /// The options of `#[acp::tool]`.
@@ -198,6 +199,29 @@ fn agent_options(attr: TokenStream, errors: &mut Errors) -> Options {
                     }
                     Ok(())
                 })?;
+            }
+            "system_prompt" => {
+                let mut takes_override = false;
+                if meta.input.peek(syn::token::Paren) {
+                    let mut flags = Vec::new();
+                    meta.parse_nested_meta(|inner| {
+                        match first_time(&mut flags, &inner, errors).as_str() {
+                            "override" => takes_override = true,
+                            flag => {
+                                errors.at(
+                                    &inner.path,
+                                    format!(
+                                        "unknown system prompt mode `{flag}`; `append` is always \
+                                         taken, write `system_prompt` or `system_prompt(override)`"
+                                    ),
+                                );
+                                skip_value(&inner)?;
+                            }
+                        }
+                        Ok(())
+                    })?;
+                }
+                options.system_prompt = Some(takes_override);
             }
             key => {
                 errors.at(

@@ -50,5 +50,6 @@ mod refused;
 mod reports;
 mod settings;
 mod surface;
+mod system_prompt;
 mod tools;
 mod tour;

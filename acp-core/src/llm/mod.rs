@@ -113,6 +113,17 @@ impl Message {
             content: vec![Part::Text { text: text.into() }],
         }
     }
+
+    /// Its text parts, joined (no reasoning, tool calls or tool results).
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|part| match part {
+                Part::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// A tool offered to the model.

@@ -123,6 +123,9 @@ impl Model {
     ///   joined, as one chunk (up to 64 KiB): a model that outruns the editor's connection
     ///   costs one frame per batch, not one per token, and one that does not is never
     ///   delayed.
+    /// - The [system prompt](Self::system) is sent with every call, with the editor's
+    ///   ([`Session::system_prompt`], for an agent that takes one) applied as its mode says:
+    ///   after it (`append`) or instead of it (`override`).
     /// - A tool call is shown (pending, titled by the tool) as soon as the model names the
     ///   tool, then runs by name in that call ([`Session::call_tool_in`]): permission, in
     ///   progress, completed or failed. Its result goes back to the model; so does an error
@@ -141,12 +144,14 @@ impl Model {
         conversation.lock().push(Message::user(prompt.text()));
         let tools = cx.tools().await;
         let specs: Vec<ToolSpec> = tools.iter().map(tool_spec).collect();
+        // The editor's system prompt, applied to the agent's own as its mode says.
+        let system = cx.instructions(self.system.as_deref());
         for _ in 0..self.max_turn_requests {
             cx.check_cancelled()?;
             let messages = conversation.lock().messages().to_vec();
             let request = Request {
                 model: &self.name,
-                system: self.system.as_deref(),
+                system: system.as_deref(),
                 messages: &messages,
                 tools: &specs,
                 max_tokens: self.max_tokens,

@@ -142,6 +142,59 @@ pub struct Recorded {
     pub max_tokens: Option<u32>,
 }
 
+impl Recorded {
+    /// The text of the last user message sent (what the model was last asked), empty if
+    /// there is none.
+    ///
+    /// ```
+    /// # use acp_core::llm::scripted::Recorded;
+    /// # fn check(recorded: &Recorded) {
+    /// assert_eq!(recorded.last_user_text(), "What does main.rs do?");
+    /// # }
+    /// ```
+    pub fn last_user_text(&self) -> String {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| {
+                m.role == super::Role::User
+                    && m.content
+                        .iter()
+                        .any(|p| matches!(p, super::Part::Text { .. }))
+            })
+            .map(Message::text)
+            .unwrap_or_default()
+    }
+
+    /// The text of every message sent, in order, one line per message as `role: text` (tool
+    /// calls as `role: name(arguments)`, results as `tool: result`): the conversation as
+    /// the model saw it, for a test to assert on.
+    pub fn transcript(&self) -> String {
+        let mut out = String::new();
+        for message in &self.messages {
+            let role = match message.role {
+                super::Role::User => "user",
+                super::Role::Assistant => "assistant",
+            };
+            for part in &message.content {
+                let line = match part {
+                    super::Part::Text { text } => format!("{role}: {text}"),
+                    super::Part::Reasoning { .. } => continue,
+                    super::Part::ToolCall {
+                        name, arguments, ..
+                    } => {
+                        format!("{role}: {name}({arguments})")
+                    }
+                    super::Part::ToolResult { content, .. } => format!("tool: {content}"),
+                };
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
 type Script = dyn Fn(&Request<'_>) -> Reply + Send + Sync;
 
 /// A [`Provider`] answering from a script: a queue of [`Reply`]s ([`reply`](Self::reply)) or

@@ -74,6 +74,8 @@ pub(super) struct Reopen {
     pub roots: Roots,
     pub mcp_servers: Vec<schema::McpServer>,
     pub meta: Option<Meta>,
+    /// The editor's system prompt, checked; none keeps the session's.
+    pub system_prompt: Option<schema::SystemPrompt>,
     /// Replay the conversation (`load`) or not (`resume`).
     pub replay: bool,
 }
@@ -131,6 +133,7 @@ pub(super) fn reopen<A: Agent>(
         let settings = values.remove(STORE_KEY);
         let state = SessionState::new(&conn, req.session_id, req.roots, req.mcp_servers);
         state.restore_persisted(values);
+        Session::new(state.clone(), None).set_system_prompt(req.system_prompt);
         connect_mcp(&*agent, &state);
         let mut replayed = 0usize;
         while let Some(&(last, _)) = page.last() {
@@ -204,11 +207,14 @@ pub(super) fn resume<A: Agent>(
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::ResumeSessionRequest = params(methods::SESSION_RESUME, raw)?;
     let roots = r.conn.roots(req.cwd, req.additional_directories)?;
+    let system_prompt =
+        super::open::system_prompt(&*r.agent, methods::SESSION_RESUME, req.system_prompt)?;
     let reopen_ = Reopen {
         session_id: req.session_id,
         roots,
         mcp_servers: req.mcp_servers,
         meta: req.meta,
+        system_prompt,
         replay: false,
     };
     Ok(reopen(r, id, reopen_))

@@ -38,6 +38,21 @@ pub(super) async fn authenticated<A: Agent>(agent: &A, conn: &Arc<Connection>) -
     }
 }
 
+/// The editor's `systemPrompt` of a `method` request if the agent can apply it, else the
+/// `-32602` that refuses the request before any session opens (see
+/// [`check_system_prompt`](crate::session::check_system_prompt)).
+pub(super) fn system_prompt<A: Agent>(
+    agent: &A,
+    method: &str,
+    prompt: Option<schema::SystemPrompt>,
+) -> Result<Option<schema::SystemPrompt>, schema::Error> {
+    if prompt.is_none() {
+        return Ok(None);
+    }
+    let offered = agent.capabilities().session_capabilities.system_prompt;
+    crate::session::check_system_prompt(method, offered.as_ref(), prompt)
+}
+
 /// Starts connecting the session's MCP servers in the background (their tools named around
 /// the agent's own).
 pub(super) fn connect_mcp<A: Agent>(agent: &A, state: &Arc<SessionState>) {

@@ -8,7 +8,7 @@ use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
 use tracing::debug;
 
-use super::open::{authenticated, connect_mcp, open_session};
+use super::open::{authenticated, connect_mcp, open_session, system_prompt};
 use super::{Router, answer, history, params};
 use crate::agent::Agent;
 use crate::jsonrpc;
@@ -26,6 +26,7 @@ pub(super) fn new_session<A: Agent>(
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::NewSessionRequest = params(methods::SESSION_NEW, raw)?;
     let roots = r.conn.roots(req.cwd, req.additional_directories)?;
+    let system_prompt = system_prompt(&*r.agent, methods::SESSION_NEW, req.system_prompt)?;
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
     Ok(Box::pin(async move {
         if let Err(e) = authenticated(&*agent, &conn).await {
@@ -35,6 +36,7 @@ pub(super) fn new_session<A: Agent>(
         connect_mcp(&*agent, &state);
         let request = Request::new(req.meta);
         let cx = Session::new(state.clone(), None).handling(request);
+        cx.set_system_prompt(system_prompt);
         let setup = agent.new_session(&cx).await;
         open_session(&*agent, &conn, &id, (state, None), setup, |o| {
             schema::NewSessionResponse::new(o.id)
@@ -53,12 +55,14 @@ pub(super) fn load_session<A: Agent>(
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::LoadSessionRequest = params(methods::SESSION_LOAD, raw)?;
     let roots = r.conn.roots(req.cwd, req.additional_directories)?;
+    let system_prompt = system_prompt(&*r.agent, methods::SESSION_LOAD, req.system_prompt)?;
     if r.store().is_some() {
         let reopen = history::Reopen {
             session_id: req.session_id,
             roots,
             mcp_servers: req.mcp_servers,
             meta: req.meta,
+            system_prompt,
             replay: true,
         };
         return Ok(history::reopen(r, id, reopen));
@@ -75,6 +79,7 @@ pub(super) fn load_session<A: Agent>(
         let state = SessionState::new(&conn, req.session_id, roots, req.mcp_servers);
         connect_mcp(&*agent, &state);
         let cx = Session::new(state.clone(), None).handling(Request::new(req.meta));
+        cx.set_system_prompt(system_prompt);
         let setup = agent.load_session(&cx).await;
         open_session(&*agent, &conn, &id, (state, None), setup, |o| {
             schema::LoadSessionResponse::new()

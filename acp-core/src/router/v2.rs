@@ -167,6 +167,21 @@ fn initialize_response<A: Agent>(r: &Router<A>) -> v2s::InitializeResponse {
             r.store()
                 .is_some()
                 .then(v2s::SessionDeleteCapabilities::new),
+        )
+        .system_prompt(
+            v1.session_capabilities
+                .system_prompt
+                .as_ref()
+                .map(|offered| {
+                    let takes_override = offered
+                        .mode
+                        .as_ref()
+                        .is_some_and(|mode| mode.override_.is_some());
+                    v2s::SessionSystemPromptCapabilities::new().mode(takes_override.then(|| {
+                        v2s::SessionSystemPromptModeCapabilities::new()
+                            .override_(v2s::SessionSystemPromptOverrideCapabilities::new())
+                    }))
+                }),
         );
     #[cfg_attr(not(feature = "llm-providers"), allow(unused_mut))]
     let mut capabilities = v2s::AgentCapabilities::new().session(session);
@@ -270,6 +285,8 @@ pub(super) fn resume<A: Agent>(
     }
     let (req, replay) = v2::params::resume_session(req)?;
     let roots = r.conn.roots(req.cwd, req.additional_directories)?;
+    let system_prompt =
+        super::open::system_prompt(&*r.agent, methods::SESSION_RESUME, req.system_prompt)?;
     Ok(history::reopen(
         r,
         id,
@@ -278,6 +295,7 @@ pub(super) fn resume<A: Agent>(
             roots,
             mcp_servers: req.mcp_servers,
             meta: req.meta,
+            system_prompt,
             replay,
         },
     ))

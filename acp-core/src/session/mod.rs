@@ -17,6 +17,7 @@ mod report;
 pub(crate) mod roots;
 mod settings;
 pub(crate) mod state;
+mod system_prompt;
 mod terminal;
 mod tool_call;
 
@@ -35,6 +36,7 @@ pub use report::{Compaction, SESSION_PLAN};
 pub(crate) use settings::list;
 pub use settings::{Choice, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Modes, Settings};
 pub(crate) use state::{Connection, DEFAULT_LEASE_TTL, Parts, SessionState};
+pub(crate) use system_prompt::check as check_system_prompt;
 pub use terminal::{Terminal, Terminals};
 pub(crate) use tool_call::adopting;
 pub use tool_call::{ToolCallBuilder, ToolCallGuard, in_tool_call};

@@ -53,7 +53,7 @@ impl TestClient {
             .map(|n| n.update)
             .collect();
         Ok(Loaded {
-            session: self.session(id.clone(), answer),
+            session: self.opened(id.clone(), answer),
             replayed,
         })
     }
@@ -68,7 +68,7 @@ impl TestClient {
                 self.opening(json!({"sessionId": id, "mcpServers": []})),
             )
             .await?;
-        Ok(self.session(id.clone(), answer))
+        Ok(self.opened(id.clone(), answer))
     }
 
     /// One page of `session/list` (optionally only sessions in `cwd`, from `cursor`): the
@@ -108,7 +108,7 @@ impl TestClient {
     }
 
     /// A handle for session `id`, opened by `answer`.
-    fn session(&self, id: SessionId, answer: Value) -> TestSession<'_> {
+    fn opened(&self, id: SessionId, answer: Value) -> TestSession<'_> {
         TestSession {
             client: self,
             id,

@@ -420,6 +420,16 @@ impl TestClient {
         self.wire.set_deadline(deadline);
     }
 
+    /// A handle on the session `id` this client knows (one opened with a request of its own,
+    /// [`request`](Self::request), say), to prompt it like any other.
+    pub fn session(&self, id: &SessionId) -> TestSession<'_> {
+        TestSession {
+            client: self,
+            id: id.clone(),
+            answer: Value::Null,
+        }
+    }
+
     /// Creates a session (`session/new`) in the configured cwd (and additional directories).
     pub async fn new_session(&self) -> Result<TestSession<'_>> {
         self.new_session_with_mcp(Vec::new()).await
