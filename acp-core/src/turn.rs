@@ -86,6 +86,21 @@ impl Turn {
         self.open().retain(|id| id != call);
     }
 
+    /// Takes the tool calls still open (a subagent's, at its end).
+    pub fn take_open(&self) -> Vec<ToolCallId> {
+        std::mem::take(&mut *self.open())
+    }
+
+    /// Takes the tokens the turn used so far (a subagent's, at its end).
+    pub fn take_usage(&self) -> Option<Usage> {
+        lock(&self.usage).take()
+    }
+
+    /// Refuses further updates of a turn that ends without an answer (a subagent's).
+    pub fn close(&self) {
+        self.closing.store(true, Ordering::Release);
+    }
+
     /// Adds `more` to the tokens the turn used.
     pub fn add_usage(&self, more: Usage) {
         let mut usage = lock(&self.usage);

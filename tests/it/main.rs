@@ -49,6 +49,7 @@ mod protocol_v2_sessions;
 mod refused;
 mod reports;
 mod settings;
+mod subagents;
 mod surface;
 mod system_prompt;
 mod tools;

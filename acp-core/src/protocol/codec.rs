@@ -243,6 +243,24 @@ impl Codec {
         }
     }
 
+    /// The frame that tells the client a subagent's work in `session` ended (its own `idle`,
+    /// v2); none where the version reports it on the parent only (v1).
+    pub fn child_ended(
+        &self,
+        session: &SessionId,
+        outcome: Result<StopReason>,
+        usage: Option<Usage>,
+    ) -> Option<Vec<u8>> {
+        match self.version() {
+            Version::V1 => {
+                let _ = (session, outcome, usage);
+                None
+            }
+            #[cfg(feature = "v2")]
+            Version::V2 => Some(super::v2::idle(session, outcome, false, &[], usage).0),
+        }
+    }
+
     /// The frame that says the replay a reopening asked for is over, and the session's state
     /// then (its running `background` terminals); none where the version says neither (v1).
     pub fn replayed_to_end(

@@ -1,7 +1,7 @@
 //! What a client is shown of the runtime's account: an update the client did not advertise
 //! the capability for is written as the nearest update it understands, or not at all, as the
 //! schema crate's doc comments require (`plan`, `session.notices`, `session.compaction`,
-//! `subagents`). The account itself is recorded whole whatever one client was shown, so a
+//! `subagents`, and a tool call's reference to a subagent's session). The account itself is recorded whole whatever one client was shown, so a
 //! client with the capability sees it all when it loads the session; only notices, which are
 //! live events and not history, are never recorded.
 //!
@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 
 use crate::schema::{
     ClientCapabilities, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, PlanUpdateContent,
-    SessionUpdate,
+    SessionUpdate, ToolCallContent,
 };
 
 /// How one client is shown an update.
@@ -44,9 +44,39 @@ pub(crate) fn shown(update: &SessionUpdate, client: &ClientCapabilities) -> Show
         SessionUpdate::SubagentUpdate(_)
         | SessionUpdate::SessionMessage(_)
         | SessionUpdate::SessionMessageChunk(_) => client.subagents.is_some(),
+        // A reference to a session the client does not know (a subagent's) is left out.
+        SessionUpdate::ToolCall(call)
+            if client.subagents.is_none() && refers_to_sessions(&call.content) =>
+        {
+            let mut call = call.clone();
+            call.content
+                .retain(|c| !matches!(c, ToolCallContent::Session(_)));
+            return Shown::Instead(Box::new(SessionUpdate::ToolCall(call)));
+        }
+        SessionUpdate::ToolCallUpdate(update)
+            if client.subagents.is_none()
+                && update
+                    .fields
+                    .content
+                    .as_deref()
+                    .is_some_and(refers_to_sessions) =>
+        {
+            let mut update = update.clone();
+            if let Some(content) = &mut update.fields.content {
+                content.retain(|c| !matches!(c, ToolCallContent::Session(_)));
+            }
+            return Shown::Instead(Box::new(SessionUpdate::ToolCallUpdate(update)));
+        }
         _ => true,
     };
     if allowed { Shown::AsIs } else { Shown::Hidden }
+}
+
+/// Whether a tool call's `content` refers to another session.
+fn refers_to_sessions(content: &[ToolCallContent]) -> bool {
+    content
+        .iter()
+        .any(|c| matches!(c, ToolCallContent::Session(_)))
 }
 
 /// Whether `update` belongs in the session's history (everything but notices, which the
@@ -76,6 +106,8 @@ pub(crate) fn may_differ(raw: &RawValue) -> bool {
     };
     let kind = rest.split('"').next().unwrap_or_default();
     GATED.contains(&kind)
+        || (matches!(kind, "tool_call" | "tool_call_update")
+            && raw.get().contains(r#""type":"session""#))
 }
 
 /// The legacy checklist standing for a plan: its entries, or for a Markdown plan one entry

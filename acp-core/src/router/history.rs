@@ -2,6 +2,7 @@
 //! `session/load` (the whole conversation replayed, in order), `session/resume` (restored
 //! without replay) and `session/delete`; and what `session/new` and a prompt turn add to it.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -16,7 +17,7 @@ use crate::protocol::methods;
 use crate::schema::{self, Meta, RequestId, SessionId};
 use crate::session::config::STORE_KEY;
 use crate::session::roots::Roots;
-use crate::session::{Request, Session, SessionState};
+use crate::session::{Connection, Request, Session, SessionState};
 use crate::store::{ListFilter, Record, SessionStore, StoredSession};
 use crate::{Error, Result};
 
@@ -136,18 +137,12 @@ pub(super) fn reopen<A: Agent>(
         Session::new(state.clone(), None).set_system_prompt(req.system_prompt);
         connect_mcp(&*agent, &state);
         let mut replayed = 0usize;
+        let mut children = HashSet::new();
         while let Some(&(last, _)) = page.last() {
             continue_numbering(&state, &page);
             if req.replay {
                 for (_, record) in &page {
-                    if let Record::Update { update } = record
-                        && let Ok(Some(bytes)) =
-                            conn.codec()
-                                .replayed(state.id(), update, conn.client_capabilities())
-                    {
-                        let frame = Frame::new(bytes, None).of_session(state.id());
-                        let _ = conn.peer().send(frame).await;
-                    }
+                    replay_record(&conn, &*store, state.id(), record, &mut children).await;
                 }
             }
             replayed += page.len();
@@ -206,6 +201,7 @@ pub(super) fn resume<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::ResumeSessionRequest = params(methods::SESSION_RESUME, raw)?;
+    super::not_a_live_subagent(&r.conn, &req.session_id, methods::SESSION_RESUME)?;
     let roots = r.conn.roots(req.cwd, req.additional_directories)?;
     let system_prompt =
         super::open::system_prompt(&*r.agent, methods::SESSION_RESUME, req.system_prompt)?;
@@ -226,6 +222,7 @@ pub(super) fn delete<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::DeleteSessionRequest = params(methods::SESSION_DELETE, raw)?;
+    super::not_a_live_subagent(&r.conn, &req.session_id, methods::SESSION_DELETE)?;
     let (store, conn, agent) = (r.store().cloned(), r.conn.clone(), r.agent.clone());
     Ok(Box::pin(async move {
         let Some(store) = store else { return };
@@ -252,6 +249,74 @@ pub(super) fn delete<A: Agent>(
 }
 
 /// The stored session, or `-32002`.
+/// Sends the client the replay of `record` of `session`, as the connection's version and
+/// the client's capabilities show it; when it announces a subagent the client is shown, the
+/// subagent's own records follow it (once per child, in `children`).
+async fn replay_record(
+    conn: &Connection,
+    store: &dyn SessionStore,
+    session: &SessionId,
+    record: &Record,
+    children: &mut HashSet<SessionId>,
+) {
+    let Record::Update { update } = record else {
+        return;
+    };
+    let Ok(Some(bytes)) = conn
+        .codec()
+        .replayed(session, update, conn.client_capabilities())
+    else {
+        return;
+    };
+    let frame = Frame::new(bytes, None).of_session(session);
+    let _ = conn.peer().send(frame).await;
+    if let Some(child) = announced_child(update)
+        && children.insert(child.clone())
+    {
+        Box::pin(replay_child(conn, store, &child, children)).await;
+    }
+}
+
+/// The child session a recorded `subagent_update` names.
+fn announced_child(update: &RawValue) -> Option<SessionId> {
+    if !update
+        .get()
+        .starts_with(r#"{"sessionUpdate":"subagent_update""#)
+    {
+        return None;
+    }
+    match serde_json::from_str(update.get()).ok()? {
+        schema::SessionUpdate::SubagentUpdate(subagent) => Some(subagent.session_id),
+        _ => None,
+    }
+}
+
+/// Replays every record of the subagent session `child` (and of its own subagents).
+async fn replay_child(
+    conn: &Connection,
+    store: &dyn SessionStore,
+    child: &SessionId,
+    children: &mut HashSet<SessionId>,
+) {
+    let mut after = None;
+    loop {
+        let page = match store.records_page(child, after, REPLAY_PAGE).await {
+            Ok(page) => page,
+            Err(e) => {
+                tracing::warn!(session = %child, "could not replay a subagent's records: {e}");
+                return;
+            }
+        };
+        let Some(&(last, _)) = page.last() else {
+            return;
+        };
+        for (_, record) in &page {
+            replay_record(conn, store, child, record, children).await;
+        }
+        after = Some(last);
+    }
+}
+
 async fn known(store: &dyn SessionStore, id: &SessionId) -> Result<StoredSession> {
     match store.session(id).await? {
         Some(session) => Ok(session),

@@ -36,7 +36,7 @@ use crate::agent::Agent;
 use crate::jsonrpc;
 use crate::peer::{Admission, Dispatch, Frame, admitted};
 use crate::protocol::methods;
-use crate::schema::{self, ErrorCode, RequestId};
+use crate::schema::{self, ErrorCode, RequestId, SessionId};
 use crate::session::{Connection, Settings};
 use crate::turn::Turn;
 use crate::{Error, Result};
@@ -312,6 +312,30 @@ pub(super) async fn answer<T: crate::protocol::Answer>(
         .peer()
         .send(Frame::new(bytes, None).answering(id))
         .await;
+}
+
+/// Refuses `method` on `session` while it is a live subagent's: its parent drives it, and the
+/// client may only cancel it (the one control a subagent advertises). Once its work is over it
+/// is an ordinary stored session.
+fn not_a_live_subagent(
+    conn: &Connection,
+    session: &SessionId,
+    method: &str,
+) -> Result<(), schema::Error> {
+    match conn.sessions().get(session) {
+        Some(state) if state.parent_id().is_some() => Err(schema::Error::new(
+            ErrorCode::InvalidRequest.into(),
+            format!(
+                "{method}: session `{session}` is a subagent of `{}`, which drives it: \
+                 a client may only cancel it (`session/cancel`)",
+                state
+                    .parent_id()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Parses a request's params, or the `-32602` error naming the field.

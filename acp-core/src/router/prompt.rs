@@ -61,6 +61,7 @@ pub(super) fn start<A: Agent>(
         .sessions()
         .get(&req.session_id)
         .ok_or_else(|| schema::Error::session_not_found(req.session_id.clone()))?;
+    super::not_a_live_subagent(&r.conn, state.id(), methods::SESSION_PROMPT)?;
     let queue = PromptQueue::of(&state);
     // A retry of a prompt already taken: its message id again, no second turn.
     if let Some(key) = &key

@@ -54,6 +54,7 @@ pub(super) fn load_session<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::LoadSessionRequest = params(methods::SESSION_LOAD, raw)?;
+    super::not_a_live_subagent(&r.conn, &req.session_id, methods::SESSION_LOAD)?;
     let roots = r.conn.roots(req.cwd, req.additional_directories)?;
     let system_prompt = system_prompt(&*r.agent, methods::SESSION_LOAD, req.system_prompt)?;
     if r.store().is_some() {
@@ -91,8 +92,9 @@ pub(super) fn load_session<A: Agent>(
     }))
 }
 
-/// The open session `id`, or `-32002`.
-fn known(conn: &Connection, id: &SessionId) -> Result<Arc<SessionState>> {
+/// The open session `id`, or `-32002`; a live subagent's is refused (its parent drives it).
+fn known(conn: &Connection, id: &SessionId, method: &str) -> Result<Arc<SessionState>> {
+    super::not_a_live_subagent(conn, id, method).map_err(Error::from_rpc)?;
     conn.sessions()
         .get(id)
         .ok_or_else(|| Error::from_rpc(schema::Error::session_not_found(id.clone())))
@@ -107,7 +109,7 @@ pub(super) fn set_mode<A: Agent>(
     let conn = r.conn.clone();
     Ok(Box::pin(async move {
         let result = async {
-            let state = known(&conn, &req.session_id)?;
+            let state = known(&conn, &req.session_id, methods::SESSION_SET_MODE)?;
             Session::new(state, None)
                 .client_sets_mode(&req.mode_id.0)
                 .await?;
@@ -127,7 +129,7 @@ pub(super) fn set_config_option<A: Agent>(
     let conn = r.conn.clone();
     Ok(Box::pin(async move {
         let result = async {
-            let state = known(&conn, &req.session_id)?;
+            let state = known(&conn, &req.session_id, methods::SESSION_SET_CONFIG_OPTION)?;
             let options = Session::new(state, None)
                 .client_sets_option(&req.config_id.0, &req.value)
                 .await?;
@@ -144,6 +146,7 @@ pub(super) fn closing<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<Arc<SessionState>, schema::Error> {
     let req: schema::CloseSessionRequest = params(methods::SESSION_CLOSE, raw)?;
+    super::not_a_live_subagent(&r.conn, &req.session_id, methods::SESSION_CLOSE)?;
     r.conn
         .sessions()
         .remove(&req.session_id)

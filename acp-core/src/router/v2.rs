@@ -284,6 +284,7 @@ pub(super) fn resume<A: Agent>(
         )));
     }
     let (req, replay) = v2::params::resume_session(req)?;
+    super::not_a_live_subagent(&r.conn, &req.session_id, methods::SESSION_RESUME)?;
     let roots = r.conn.roots(req.cwd, req.additional_directories)?;
     let system_prompt =
         super::open::system_prompt(&*r.agent, methods::SESSION_RESUME, req.system_prompt)?;

@@ -218,7 +218,8 @@ impl Session {
 
     /// This session, and the tool call running, if any.
     fn elicitation_scope(&self) -> ElicitationSessionScope {
-        ElicitationSessionScope::new(self.id().clone()).tool_call_id(self.current_tool_call())
+        ElicitationSessionScope::new(self.client_session().id().clone())
+            .tool_call_id(self.current_tool_call())
     }
 
     /// Sends `elicitation/create` and reads the action of the answer.

@@ -110,9 +110,12 @@ impl Fs<'_> {
             let files = self.cx.connection().local_files();
             return local::fs::read(files, anchor, &path, line, limit).await;
         }
-        let params = schema::ReadTextFileRequest::new(self.cx.id().clone(), self.path(path)?)
-            .line(line)
-            .limit(limit);
+        let params = schema::ReadTextFileRequest::new(
+            self.cx.client_session().id().clone(),
+            self.path(path)?,
+        )
+        .line(line)
+        .limit(limit);
         let answer: schema::ReadTextFileResponse =
             self.cx.request(methods::FS_READ_TEXT_FILE, &params).await?;
         Ok(answer.content)
@@ -135,7 +138,7 @@ impl Fs<'_> {
             return local::fs::write(files, anchor, &path, &content.into()).await;
         }
         let params = schema::WriteTextFileRequest::new(
-            self.cx.id().clone(),
+            self.cx.client_session().id().clone(),
             self.path(path)?,
             content.into(),
         );

@@ -17,6 +17,7 @@ mod report;
 pub(crate) mod roots;
 mod settings;
 pub(crate) mod state;
+mod subagent;
 mod system_prompt;
 mod terminal;
 mod tool_call;
@@ -36,6 +37,7 @@ pub use report::{Compaction, SESSION_PLAN};
 pub(crate) use settings::list;
 pub use settings::{Choice, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Modes, Settings};
 pub(crate) use state::{Connection, DEFAULT_LEASE_TTL, Parts, SessionState};
+pub use subagent::Subagent;
 pub(crate) use system_prompt::check as check_system_prompt;
 pub use terminal::{Terminal, Terminals};
 pub(crate) use tool_call::adopting;
@@ -307,6 +309,12 @@ impl Session {
         }
         self.state.messages.stamp(&mut update);
         account::fit_tool_call(&mut update);
+        if let Some(hidden) = self.hidden() {
+            if self.turn.as_ref().is_some_and(|t| t.is_closing()) {
+                return Err(Error::TurnEnded);
+            }
+            return self.update_hidden(hidden, &update).await;
+        }
         let conn = &self.state.conn;
         let journal = &conn.peer().journal;
         // A title for `session/list`.
@@ -363,7 +371,7 @@ impl Session {
     ) -> Result<T> {
         self.check_usable()?;
         let cancel = self.turn.as_ref().map(|t| &t.cancel);
-        let session = Some(&self.state.id);
+        let session = Some(self.client_session().id());
         self.state
             .conn
             .request(method, params, cancel, session)
@@ -382,8 +390,12 @@ impl Session {
         options: Vec<PermissionOption>,
     ) -> Result<PermissionOptionId> {
         account::fit_fields(&mut tool_call.fields);
-        let params =
-            schema::RequestPermissionRequest::new(self.state.id.clone(), tool_call, options);
+        // A subagent the client is not shown asks about the call it shows in.
+        if let Some(hidden) = self.hidden() {
+            tool_call = ToolCallUpdate::new(hidden.call.id().clone(), tool_call.fields);
+        }
+        let asked = self.client_session().id().clone();
+        let params = schema::RequestPermissionRequest::new(asked, tool_call, options);
         let answer: schema::RequestPermissionResponse = self
             .waiting_on_user(self.request(methods::REQUEST_PERMISSION, &params))
             .await?;
@@ -417,6 +429,8 @@ impl Session {
                 .send(Frame::new(bytes, Some(turn.sequence.clone())).of_session(&self.state.id))
                 .await;
         }
+        // A subagent's state is also its parent's to tell.
+        self.mirror_state(state).await;
     }
 
     /// The client's terminals (`terminal/*`); local processes, where the client lacks them

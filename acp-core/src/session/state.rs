@@ -377,6 +377,8 @@ pub(crate) struct SessionState {
     pub(super) waiting: Mutex<CancellationToken>,
     /// The session's local terminals (see [`local`](super::local)), while they may run.
     pub(super) local_terminals: Mutex<Vec<std::sync::Weak<super::local::LocalTerminal>>>,
+    /// For a subagent's session: its parent, which drives it.
+    pub(super) parent: Option<super::subagent::Parent>,
 }
 
 impl SessionState {
@@ -385,6 +387,26 @@ impl SessionState {
         id: SessionId,
         roots: Roots,
         mcp_servers: Vec<schema::McpServer>,
+    ) -> Arc<Self> {
+        Self::build(conn, id, roots, mcp_servers, None)
+    }
+
+    /// A subagent's session, driven by `parent` (in its roots, without MCP servers of its own).
+    pub(super) fn child(
+        conn: &Arc<Connection>,
+        id: SessionId,
+        roots: Roots,
+        parent: super::subagent::Parent,
+    ) -> Arc<Self> {
+        Self::build(conn, id, roots, Vec::new(), Some(parent))
+    }
+
+    fn build(
+        conn: &Arc<Connection>,
+        id: SessionId,
+        roots: Roots,
+        mcp_servers: Vec<schema::McpServer>,
+        parent: Option<super::subagent::Parent>,
     ) -> Arc<Self> {
         Arc::new(SessionState {
             id,
@@ -403,7 +425,14 @@ impl SessionState {
             persisted: PersistedValues::default(),
             waiting: Mutex::new(CancellationToken::new()),
             local_terminals: Mutex::new(Vec::new()),
+            parent,
         })
+    }
+
+    /// For a subagent's session, its parent's id: the client may not prompt, configure,
+    /// close or reopen it while it is live (its parent drives it), only cancel it.
+    pub fn parent_id(&self) -> Option<&SessionId> {
+        self.parent.as_ref().map(|p| p.session.id())
     }
 
     /// The session's id.

@@ -88,8 +88,9 @@ impl<'a> Terminals<'a> {
         if !self.is_supported() {
             return Err(Error::Unsupported("terminal"));
         }
-        let req = schema::CreateTerminalRequest::new(self.cx.id().clone(), command)
-            .cwd(self.cx.cwd().to_path_buf());
+        let req =
+            schema::CreateTerminalRequest::new(self.cx.client_session().id().clone(), command)
+                .cwd(self.cx.cwd().to_path_buf());
         if self.is_local() {
             return self.create_local(configure(req)).await;
         }
@@ -185,7 +186,10 @@ impl Terminal {
             self.cx.check_usable()?;
             return Ok(local.output());
         }
-        let req = schema::TerminalOutputRequest::new(self.cx.id().clone(), self.id.clone());
+        let req = schema::TerminalOutputRequest::new(
+            self.cx.client_session().id().clone(),
+            self.id.clone(),
+        );
         self.cx.request(methods::TERMINAL_OUTPUT, &req).await
     }
 
@@ -199,7 +203,10 @@ impl Terminal {
                 () = self.cx.cancelled() => Err(Error::Cancelled),
             };
         }
-        let req = schema::WaitForTerminalExitRequest::new(self.cx.id().clone(), self.id.clone());
+        let req = schema::WaitForTerminalExitRequest::new(
+            self.cx.client_session().id().clone(),
+            self.id.clone(),
+        );
         let answer: schema::WaitForTerminalExitResponse = self
             .cx
             .request(methods::TERMINAL_WAIT_FOR_EXIT, &req)
@@ -215,7 +222,10 @@ impl Terminal {
             local.wait().await;
             return Ok(());
         }
-        let req = schema::KillTerminalRequest::new(self.cx.id().clone(), self.id.clone());
+        let req = schema::KillTerminalRequest::new(
+            self.cx.client_session().id().clone(),
+            self.id.clone(),
+        );
         self.even_if_cancelled(methods::TERMINAL_KILL, &req).await
     }
 
@@ -226,7 +236,10 @@ impl Terminal {
             local.release();
             return Ok(());
         }
-        let req = schema::ReleaseTerminalRequest::new(self.cx.id().clone(), self.id.clone());
+        let req = schema::ReleaseTerminalRequest::new(
+            self.cx.client_session().id().clone(),
+            self.id.clone(),
+        );
         self.even_if_cancelled(methods::TERMINAL_RELEASE, &req)
             .await
     }
@@ -234,7 +247,7 @@ impl Terminal {
     /// A request sent even when the turn is cancelled: that is when killing matters most.
     async fn even_if_cancelled(&self, method: &str, req: &impl serde::Serialize) -> Result<()> {
         let conn = &self.cx.state.conn;
-        let session = Some(self.cx.id());
+        let session = Some(self.cx.client_session().id());
         let _: serde::de::IgnoredAny = conn.request(method, req, None, session).await?;
         Ok(())
     }
@@ -254,7 +267,10 @@ impl Drop for Terminal {
             return;
         };
         let conn = self.cx.state.conn.clone();
-        let req = schema::ReleaseTerminalRequest::new(self.cx.id().clone(), self.id.clone());
+        let req = schema::ReleaseTerminalRequest::new(
+            self.cx.client_session().id().clone(),
+            self.id.clone(),
+        );
         handle.spawn(async move {
             let session = Some(&req.session_id);
             let released: Result<serde::de::IgnoredAny> = conn

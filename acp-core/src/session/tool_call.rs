@@ -77,6 +77,9 @@ pub(crate) enum Embed {
     /// A terminal running on the agent's machine, which a v1 client cannot show (it does not
     /// know its id): shown as text, rendered anew each time the call's content is sent.
     Local(Arc<LocalTerminal>),
+    /// A subagent the call delegated to: a reference to its session, or the text of its work
+    /// for a client that does not show subagents, rendered anew each time.
+    Subagent(Arc<super::subagent::ChildView>),
 }
 
 impl Embed {
@@ -89,13 +92,21 @@ impl Embed {
                 ToolCallContent::Terminal(crate::schema::Terminal::new(terminal.id.clone()))
             }
             Embed::Local(terminal) => ContentBlock::from(terminal.as_text()).into(),
+            Embed::Subagent(child) => child.render(),
         }
+    }
+
+    /// Whether it is rendered anew with every update of the call (it changes while the call
+    /// runs).
+    fn is_live(&self) -> bool {
+        matches!(self, Embed::Local(_) | Embed::Subagent(_))
     }
 
     fn is(&self, other: &Embed) -> bool {
         match (self, other) {
             (Embed::Content(a), Embed::Content(b)) => a == b,
             (Embed::Local(a), Embed::Local(b)) => Arc::ptr_eq(a, b),
+            (Embed::Subagent(a), Embed::Subagent(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
@@ -142,7 +153,7 @@ impl Embedded {
     /// so the terminal's text is brought up to date.
     fn keep(&self, mut fields: ToolCallUpdateFields) -> ToolCallUpdateFields {
         let mut shown = self.lock();
-        let local = shown.embedded.iter().any(|e| matches!(e, Embed::Local(_)));
+        let local = shown.embedded.iter().any(Embed::is_live);
         match fields.content.take() {
             Some(given) => {
                 shown.given = given;
@@ -181,7 +192,52 @@ pub async fn in_tool_call<F: std::future::Future>(call: &ToolCallGuard, body: F)
     CURRENT.scope(current, body).await
 }
 
+/// The tool call whose body is running, held to update it from elsewhere (a subagent's work
+/// shown in it).
+#[derive(Clone)]
+pub(crate) struct CallRef(Current);
+
+impl std::fmt::Debug for CallRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CallRef").field(&self.0.id).finish()
+    }
+}
+
+impl CallRef {
+    /// The call's id.
+    pub fn id(&self) -> &ToolCallId {
+        &self.0.id
+    }
+
+    /// Embeds `embed` in the call for the rest of its life (sent through `cx`, the call's
+    /// session).
+    pub async fn embed(&self, cx: &Session, embed: Embed) -> Result<()> {
+        let content = self.0.embedded.add(embed);
+        self.send(cx, content).await
+    }
+
+    /// Sends the call's whole content again (what it embeds changed).
+    pub async fn refresh(&self, cx: &Session) -> Result<()> {
+        let content = self.0.embedded.lock().content();
+        self.send(cx, content).await
+    }
+
+    async fn send(&self, cx: &Session, content: Vec<ToolCallContent>) -> Result<()> {
+        let fields = ToolCallUpdateFields::new().content(content);
+        cx.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            self.0.id.clone(),
+            fields,
+        )))
+        .await
+    }
+}
+
 impl Session {
+    /// The running tool call of this session, held (see [`CallRef`]).
+    pub(crate) fn running_call(&self) -> Option<CallRef> {
+        self.current().map(CallRef)
+    }
+
     /// The tool call whose body is running, when called from inside an `#[acp::tool]` body
     /// (or [`in_tool_call`]) of this session.
     pub fn current_tool_call(&self) -> Option<ToolCallId> {

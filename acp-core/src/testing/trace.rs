@@ -204,6 +204,32 @@ impl Turn {
             .collect()
     }
 
+    /// The subagent sessions the turn announced (`subagent_update` naming a session for the
+    /// first time), in order.
+    pub fn subagents(&self) -> Vec<SessionId> {
+        let mut ids: Vec<SessionId> = Vec::new();
+        for update in &self.updates {
+            if let SessionUpdate::SubagentUpdate(subagent) = update
+                && !ids.contains(&subagent.session_id)
+            {
+                ids.push(subagent.session_id.clone());
+            }
+        }
+        ids
+    }
+
+    /// Every `session/update` of the session `id` (a subagent's, say) among the turn's frames,
+    /// in order, read as v1 updates (see [`Frame::session_update`]).
+    pub fn updates_of(&self, id: &SessionId) -> Vec<SessionUpdate> {
+        self.frames
+            .iter()
+            .filter(|f| f.direction == Direction::FromAgent)
+            .filter_map(Frame::session_update)
+            .filter(|n| &n.session_id == id)
+            .map(|n| n.update)
+            .collect()
+    }
+
     /// The notices sent, in order.
     pub fn notices(&self) -> Vec<&schema::Notice> {
         self.updates
