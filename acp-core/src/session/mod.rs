@@ -17,6 +17,7 @@ pub(crate) mod roots;
 mod settings;
 pub(crate) mod state;
 mod terminal;
+pub(crate) mod terminal_meta;
 mod tool_call;
 
 use std::path::{Path, PathBuf};
