@@ -110,6 +110,15 @@ impl TestClientBuilder {
         self.capability_meta(crate::router::TERMINAL_AUTH_META, on)
     }
 
+    /// Asks for (`true`) or declines the unstable end-of-turn token `usage` in v1's answer to
+    /// `session/prompt`: `clientCapabilities._meta.unstable_end_turn_token_usage`. A v1 client
+    /// that did not ask gets no `usage` (a stable client's schema has no such key); v2 tells it
+    /// on the `idle` state update whatever this says. Not set by default (the key is left out).
+    #[must_use]
+    pub fn end_turn_usage(self, on: bool) -> Self {
+        self.capability_meta(crate::protocol::END_TURN_USAGE, on)
+    }
+
     /// Sets `clientCapabilities._meta[key]` to `on`.
     fn capability_meta(mut self, key: &str, on: bool) -> Self {
         let meta = self.capabilities.meta.get_or_insert_with(Default::default);
