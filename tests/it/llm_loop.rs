@@ -63,6 +63,8 @@ async fn client(provider: &Scripted) -> TestClient {
     TestClient::builder()
         .fs(MemoryFs::new().with("/workspace/notes.txt", "milk"))
         .permissions(PermissionPolicy::AllowOnce)
+        // The turn's tokens in the answer (unstable in v1: only when asked for).
+        .end_turn_usage(true)
         .connect(looper(provider))
         .await
         .unwrap()

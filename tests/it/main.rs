@@ -54,3 +54,4 @@ mod surface;
 mod system_prompt;
 mod tools;
 mod tour;
+mod zed_meta;

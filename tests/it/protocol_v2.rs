@@ -483,12 +483,14 @@ async fn a_terminal_left_running_is_background_work_the_client_can_cancel() {
     assert!(idle.get("background").is_none(), "{idle}");
 }
 
-/// The tokens a turn reports are added up and told with its end, on both versions.
+/// The tokens a turn reports are added up and told with its end, on both versions (to a v1
+/// client that asked for them: unstable in v1).
 #[tokio::test]
 async fn tokens_a_turn_reports_are_added_up_in_the_v1_answer_and_the_v2_idle() {
     for protocol in [1, 2] {
         let client = TestClient::builder()
             .protocol(protocol)
+            .end_turn_usage(true)
             .connect(Two)
             .await
             .unwrap();
@@ -505,5 +507,33 @@ async fn tokens_a_turn_reports_are_added_up_in_the_v1_answer_and_the_v2_idle() {
             turn.answer().unwrap().get("usage").is_none(),
             "protocol {protocol}"
         );
+    }
+}
+
+/// v1's end-of-turn `usage` is unstable: a client that did not ask for it (or declined) gets
+/// an answer its stable schema reads, without it; v2 tells it on `idle` whatever the key says.
+#[tokio::test]
+async fn a_v1_client_that_did_not_ask_for_the_turns_tokens_gets_no_usage() {
+    for (protocol, builder) in [
+        (1, TestClient::builder()),
+        (1, TestClient::builder().end_turn_usage(false)),
+        (2, TestClient::builder().end_turn_usage(false)),
+    ] {
+        let client = builder.protocol(protocol).connect(Two).await.unwrap();
+        let session = client.new_session().await.unwrap();
+        let turn = session.prompt("usage").await.unwrap();
+        let answer = turn.answer().unwrap();
+        if protocol == 1 {
+            assert!(answer.get("usage").is_none(), "{answer}");
+            // Every key is one the stable schema has.
+            let keys: Vec<&String> = answer.as_object().unwrap().keys().collect();
+            assert!(
+                keys.iter()
+                    .all(|k| ["stopReason", "_meta"].contains(&k.as_str())),
+                "{keys:?}"
+            );
+        } else {
+            assert_eq!(answer["usage"]["totalTokens"], 45, "{answer}");
+        }
     }
 }

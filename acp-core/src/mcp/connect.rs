@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion, Tool};
 use rmcp::service::{Peer, RoleClient, RunningService, serve_client};
 use tokio::process::{Child, Command};
 use tracing::{debug, warn};
@@ -23,6 +23,40 @@ use crate::sync::lock;
 /// How long a stdio server gets to exit on its own once its stdin is closed, before it is
 /// killed.
 const EXIT_WAIT: Duration = Duration::from_millis(100);
+
+/// The MCP revision the runtime asks for in `initialize`: the newest with that handshake, named
+/// here rather than taken from rmcp's `LATEST` (which is `2026-07-28`, a revision that has no
+/// `initialize`: asking for it there is asking for a handshake it does not have).
+pub(crate) const ASKED_REVISION: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// The MCP revisions the runtime speaks with a server, newest first: those of the `initialize`
+/// handshake that rmcp 3.11 implements. A server that answers `initialize` with any other (a
+/// newer one, one that has no `initialize`, an unknown one) is refused with an error naming
+/// both. `2026-07-28` (which replaced `initialize` with `server/discover` and per-request
+/// `_meta`) is not among them: rmcp can probe for it, but only with a fixed 10 s wait for
+/// servers that ignore the probe, which is the whole of a server's start timeout.
+pub(crate) const SPOKEN_REVISIONS: [ProtocolVersion; 4] = [
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_03_26,
+    ProtocolVersion::V_2024_11_05,
+];
+
+/// `Ok` if `answered` (the revision a server answered `initialize` with) is one the runtime
+/// speaks; else the error telling which it answered and which it could have.
+pub(crate) fn check_revision(answered: &ProtocolVersion) -> Result<(), String> {
+    if SPOKEN_REVISIONS.contains(answered) {
+        return Ok(());
+    }
+    let spoken: Vec<&str> = SPOKEN_REVISIONS
+        .iter()
+        .map(ProtocolVersion::as_str)
+        .collect();
+    Err(format!(
+        "the server answered with MCP revision `{answered}`, which this agent does not speak (it speaks {})",
+        spoken.join(", ")
+    ))
+}
 
 /// One connected server.
 pub(crate) struct Live {
@@ -62,7 +96,8 @@ pub(crate) async fn connect(
 ) -> Result<Live, String> {
     let mut info = Implementation::new(client.name.clone(), client.version.clone());
     info.title = client.title.clone();
-    let config = ClientConfig::new(ClientCapabilities::default(), info);
+    let config = ClientConfig::new(ClientCapabilities::default(), info)
+        .with_protocol_version(ASKED_REVISION);
     match server {
         McpServer::Stdio(s) => {
             let mut command = Command::new(&s.command);
@@ -141,6 +176,23 @@ async fn finish(
     service: RunningService<RoleClient, ClientConfig>,
     child: Option<ChildGuard>,
 ) -> Result<Live, String> {
+    let answered = service
+        .peer()
+        .peer_info()
+        .map(|i| i.protocol_version.clone());
+    match answered {
+        Some(revision) => {
+            if let Err(e) = check_revision(&revision) {
+                let _ = service.cancel().await;
+                if let Some(mut child) = child {
+                    child.stop().await;
+                }
+                return Err(e);
+            }
+            debug!(%revision, "MCP revision agreed");
+        }
+        None => return Err("the server's handshake answer is missing".to_owned()),
+    }
     let tools = match service.peer().list_all_tools().await {
         Ok(tools) => tools,
         Err(e) => {
@@ -226,5 +278,32 @@ impl Drop for ChildGuard {
             // `kill_on_drop` would do it too; this also works outside a runtime.
             let _ = child.start_kill();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_revisions_spoken_are_named_and_any_other_answer_is_refused_by_name() {
+        for spoken in &SPOKEN_REVISIONS {
+            assert!(check_revision(spoken).is_ok(), "{spoken}");
+            assert!(spoken.has_initialize(), "{spoken}");
+        }
+        assert!(SPOKEN_REVISIONS.contains(&ASKED_REVISION));
+        assert_eq!(ASKED_REVISION.as_str(), "2025-11-25");
+        let newer = check_revision(&ProtocolVersion::V_2026_07_28).unwrap_err();
+        assert!(newer.contains("`2026-07-28`"), "{newer}");
+        assert!(
+            newer.contains("2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05"),
+            "{newer}"
+        );
+        let unknown: ProtocolVersion = serde_json::from_str("\"2023-01-01\"").unwrap();
+        assert!(
+            check_revision(&unknown)
+                .unwrap_err()
+                .contains("`2023-01-01`")
+        );
     }
 }

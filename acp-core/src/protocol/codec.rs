@@ -27,6 +27,39 @@ use crate::{Error, Result};
 #[derive(Debug, Default)]
 pub(crate) struct Codec {
     version: OnceLock<Version>,
+    /// The unstable parts of the version its client asked for (none until `initialize`).
+    unstable: OnceLock<Unstable>,
+}
+
+/// The key of `clientCapabilities._meta` by which a v1 client asks for the end-of-turn token
+/// `usage` of `session/prompt`'s answer (the unstable RFD `end-turn-token-usage`, the schema
+/// crate's feature of the same name): `true` asks. The RFD, the official SDKs and Zed name no
+/// way to ask, so the runtime reads this one.
+pub const END_TURN_USAGE: &str = "unstable_end_turn_token_usage";
+
+/// The unstable parts of v1 that a client receives only when it asked for them in
+/// `initialize`: a stable client's strict reader rejects a key its schema does not have.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Unstable {
+    /// `usage` in the answer to `session/prompt` ([`END_TURN_USAGE`]).
+    pub end_turn_usage: bool,
+}
+
+impl Unstable {
+    /// What `client` asked for, in its capabilities' `_meta`.
+    pub fn asked(client: &crate::schema::ClientCapabilities) -> Self {
+        let flag = |key: &str| {
+            client
+                .meta
+                .as_ref()
+                .and_then(|meta| meta.get(key))
+                .and_then(serde_json::Value::as_bool)
+                == Some(true)
+        };
+        Unstable {
+            end_turn_usage: flag(END_TURN_USAGE),
+        }
+    }
 }
 
 /// A `session/update` frame, and where the update's account (its v1 JSON text, which the
@@ -79,6 +112,16 @@ impl Codec {
     /// connection speaks one version).
     pub fn negotiate(&self, version: Version) -> bool {
         self.version.set(version).is_ok() || self.version() == version
+    }
+
+    /// Sets the unstable parts the client asked for in `initialize`, once (the first stays).
+    pub fn opt_in(&self, unstable: Unstable) {
+        let _ = self.unstable.set(unstable);
+    }
+
+    /// The unstable parts the client asked for (none before `initialize`).
+    pub fn unstable(&self) -> Unstable {
+        self.unstable.get().copied().unwrap_or_default()
     }
 
     /// Whether a prompt sent while the session's turn runs waits for its turn (v2), rather
@@ -229,6 +272,8 @@ impl Codec {
         match self.version() {
             Version::V1 => {
                 let _ = session;
+                // Unstable in v1: only to a client that asked for it.
+                let usage = usage.filter(|_| self.unstable().end_turn_usage);
                 let (bytes, stop) =
                     v1::prompt_answer(ending.id, outcome, cancelled, ending.meta, usage);
                 (bytes, stop, Route::Answer(ending.id.clone()))

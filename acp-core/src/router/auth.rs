@@ -71,13 +71,66 @@ pub(super) fn logout<A: Agent>(
     }))
 }
 
+/// The key of Zed's sign-in convention from before `terminal` methods were typed: in
+/// `clientCapabilities._meta` (`true`: the client reads it), and in an authentication method's
+/// `_meta`, where it holds the whole command line to run in a terminal:
+/// `{"label": …, "command": …, "args": [...], "env": {…}}` (Zed's
+/// `crates/agent_servers` reads `label` and `command` as required, `args` and `env` as
+/// optional; `claude-agent-acp` and other adapters send it).
+pub(crate) const TERMINAL_AUTH_META: &str = "terminal-auth";
+
 /// The authentication methods offered to a client with these capabilities: `terminal` ones
-/// only to clients that can run them (`auth.terminal`).
+/// only to clients that can run them (`auth.terminal`, or Zed's
+/// `_meta["terminal-auth"]: true`). To a client of Zed's convention, each `terminal` method
+/// also carries `_meta["terminal-auth"]`: the agent's own program and arguments, the
+/// method's arguments after them, its environment, its name as the label (left out if the
+/// agent's program cannot be found).
 pub(super) fn offered_auth_methods(
     all: Vec<AuthMethod>,
     client: &schema::ClientCapabilities,
 ) -> Vec<AuthMethod> {
+    let by_meta = client
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.get(TERMINAL_AUTH_META))
+        .and_then(serde_json::Value::as_bool)
+        == Some(true);
     all.into_iter()
-        .filter(|m| !matches!(m, AuthMethod::Terminal(_)) || client.auth.terminal)
+        .filter(|m| !matches!(m, AuthMethod::Terminal(_)) || client.auth.terminal || by_meta)
+        .map(|m| match m {
+            AuthMethod::Terminal(terminal) if by_meta => {
+                AuthMethod::Terminal(with_terminal_auth_meta(terminal))
+            }
+            other => other,
+        })
         .collect()
+}
+
+/// `method` with Zed's `_meta["terminal-auth"]` command line added (other `_meta` keys kept).
+fn with_terminal_auth_meta(mut method: schema::AuthMethodTerminal) -> schema::AuthMethodTerminal {
+    let program = match std::env::current_exe() {
+        Ok(program) => program,
+        Err(e) => {
+            tracing::debug!("no `terminal-auth` command line: the agent's program is unknown: {e}");
+            return method;
+        }
+    };
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .chain(method.args.iter().cloned())
+        .collect();
+    let mut line = serde_json::json!({
+        "label": method.name,
+        "command": program.to_string_lossy(),
+        "args": args,
+    });
+    if !method.env.is_empty() {
+        line["env"] = serde_json::json!(method.env);
+    }
+    method
+        .meta
+        .get_or_insert_with(Default::default)
+        .insert(TERMINAL_AUTH_META.to_owned(), line);
+    method
 }

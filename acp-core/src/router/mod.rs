@@ -5,6 +5,8 @@
 //! answers, but `initialize`, is answered `-32600` before `initialize`.
 
 mod auth;
+
+pub(crate) use auth::TERMINAL_AUTH_META;
 mod ext;
 mod history;
 mod lease;

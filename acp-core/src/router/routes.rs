@@ -216,6 +216,10 @@ fn initialize<A: Agent>(
     let version = ProtocolVersion::V1;
     let req: schema::InitializeRequest = params(methods::INITIALIZE, raw)?;
     r.conn.codec().negotiate(crate::protocol::Version::V1);
+    // The unstable parts of v1 it gets: those it asked for.
+    r.conn
+        .codec()
+        .opt_in(crate::protocol::Unstable::asked(&req.client_capabilities));
     debug!(capabilities = ?req.client_capabilities, "initialized");
     r.conn.initialized(req.client_capabilities, req.client_info);
     // Where `cx.fs()` and `cx.terminal()` act, from what the client advertised.

@@ -20,6 +20,7 @@ pub(crate) mod state;
 mod subagent;
 mod system_prompt;
 mod terminal;
+pub(crate) mod terminal_meta;
 mod tool_call;
 
 use std::path::{Path, PathBuf};

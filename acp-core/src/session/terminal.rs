@@ -135,7 +135,18 @@ impl<'a> Terminals<'a> {
             Some(turn) => turn.cancel.clone(),
             None => self.cx.state.conn.peer().closed.clone(),
         };
-        let observer = self.cx.state.conn.terminal_observer();
+        // Shown by the connection (v2), or in the running tool call by Zed's `_meta`
+        // convention when the client asked for it; else as text.
+        let by_meta = self
+            .cx
+            .state
+            .conn
+            .terminal_observer()
+            .is_none()
+            .then(|| self.cx.terminal_meta_observer())
+            .flatten();
+        let shown_by_meta = by_meta.is_some();
+        let observer = self.cx.state.conn.terminal_observer().or(by_meta);
         let local = LocalTerminal::spawn(&req, cwd, grant, stop, observer)?;
         self.cx.state.add_local_terminal(&local);
         // A cancelled turn kills it: the turn's end waits (briefly) for it to be gone, so
@@ -149,7 +160,11 @@ impl<'a> Terminals<'a> {
             released: false,
             local: Some(local.clone()),
         };
-        self.cx.embed_in_tool_call(Embed::Local(local)).await?;
+        if shown_by_meta {
+            self.cx.embed_quietly(Embed::Local(local));
+        } else {
+            self.cx.embed_in_tool_call(Embed::Local(local)).await?;
+        }
         Ok(terminal)
     }
 }

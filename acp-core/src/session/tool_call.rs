@@ -122,16 +122,54 @@ struct Shown {
     embedded: Vec<Embed>,
     /// The content the call was last given (by its start, an update, its end).
     given: Vec<ToolCallContent>,
+    /// The call as the client shows it now, but its content and raw values (title, name,
+    /// kind, status, locations): what announcing it anew (Zed's `_meta.terminal_info`, see
+    /// [`terminal_meta`](super::terminal_meta)) must repeat, or the client would reset them.
+    card: Option<schema::ToolCall>,
 }
 
 impl Embedded {
-    /// Starting with the content the call was announced with.
-    fn new(given: &[ToolCallContent]) -> Self {
+    /// Starting with the call as it was announced.
+    fn new(call: &schema::ToolCall) -> Self {
+        let mut card = call.clone();
+        card.content = Vec::new();
+        card.raw_input = None;
+        card.raw_output = None;
+        card.meta = None;
         let shown = Shown {
             embedded: Vec::new(),
-            given: given.to_vec(),
+            given: call.content.clone(),
+            card: Some(card),
         };
         Embedded(Arc::new(Mutex::new(shown)))
+    }
+
+    /// The call announced anew (a `tool_call` with its id) with `terminal` embedded, after
+    /// what is embedded already and before the content it was given; its status at least
+    /// `in_progress` (a command runs in it). `None` for a call whose announcement is unknown.
+    fn announced_with(&self, terminal: ToolCallContent) -> Option<schema::ToolCall> {
+        let mut shown = self.lock();
+        let card = shown.card.as_mut()?;
+        if card.status == ToolCallStatus::Pending {
+            card.status = ToolCallStatus::InProgress;
+        }
+        let mut call = card.clone();
+        let mut content: Vec<ToolCallContent> = shown.embedded.iter().map(Embed::render).collect();
+        if !content.contains(&terminal) {
+            content.push(terminal);
+        }
+        for item in &shown.given {
+            if !content.contains(item) {
+                content.push(item.clone());
+            }
+        }
+        call.content = content;
+        Some(call)
+    }
+
+    /// Adds `embed` (once) without sending anything: the client was shown it already.
+    fn add_quietly(&self, embed: Embed) {
+        let _ = self.add(embed);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shown> {
@@ -153,6 +191,9 @@ impl Embedded {
     /// so the terminal's text is brought up to date.
     fn keep(&self, mut fields: ToolCallUpdateFields) -> ToolCallUpdateFields {
         let mut shown = self.lock();
+        if let Some(card) = shown.card.as_mut() {
+            follow(card, &fields);
+        }
         let local = shown.embedded.iter().any(Embed::is_live);
         match fields.content.take() {
             Some(given) => {
@@ -163,6 +204,26 @@ impl Embedded {
             None => {}
         }
         fields
+    }
+}
+
+/// `card` as the client shows it once it has applied `fields` (content and raw values left
+/// out).
+fn follow(card: &mut schema::ToolCall, fields: &ToolCallUpdateFields) {
+    if let Some(title) = &fields.title {
+        card.title.clone_from(title);
+    }
+    if let Some(kind) = fields.kind {
+        card.kind = kind;
+    }
+    if let Some(status) = fields.status {
+        card.status = status;
+    }
+    if fields.name.is_some() {
+        card.name.clone_from(&fields.name);
+    }
+    if let Some(locations) = &fields.locations {
+        card.locations.clone_from(locations);
     }
 }
 
@@ -284,6 +345,37 @@ impl Session {
         }
     }
 
+    /// The observer that shows a local terminal about to start in the running tool call the
+    /// way Zed reads it ([`terminal_meta`](super::terminal_meta)), when the v1 client asked
+    /// for it (`clientCapabilities._meta.terminal_output`); `None` outside a tool body, and for
+    /// any other client (which is shown the terminal as text).
+    pub(crate) fn terminal_meta_observer(&self) -> Option<super::local::TerminalObserver> {
+        let conn = &self.state.conn;
+        if conn.codec().version() != crate::protocol::Version::V1
+            || !super::terminal_meta::asked(conn.client_capabilities())
+        {
+            return None;
+        }
+        let current = self.current()?;
+        let embedded = current.embedded.clone();
+        let display = super::terminal_meta::Display::new(
+            conn.clone(),
+            self.state.id.clone(),
+            current.id,
+            self.turn.as_ref().map(|t| t.sequence.clone()),
+            Box::new(move |terminal| embedded.announced_with(terminal)),
+        );
+        Some(display.observer())
+    }
+
+    /// Embeds `embed` in the running tool call, as [`embed_in_tool_call`](Self::embed_in_tool_call)
+    /// does, without sending anything: the client was shown it already.
+    pub(crate) fn embed_quietly(&self, embed: Embed) {
+        if let Some(current) = self.current() {
+            current.embedded.add_quietly(embed);
+        }
+    }
+
     /// Prepares a tool call with this title; [`ToolCallBuilder::start`] sends it.
     ///
     /// ```no_run
@@ -354,8 +446,8 @@ impl ToolCallBuilder<'_> {
             return self.start_in(call).await;
         }
         let id = self.call.tool_call_id.clone();
-        let embedded = Embedded::new(&self.call.content);
         let call = self.call.status(ToolCallStatus::Pending);
+        let embedded = Embedded::new(&call);
         self.cx.update(SessionUpdate::ToolCall(call)).await?;
         if let Some(turn) = &self.cx.turn {
             turn.opened(&id);

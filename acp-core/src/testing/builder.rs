@@ -129,6 +129,41 @@ impl TestClientBuilder {
         self
     }
 
+    /// Asks for (`true`) or declines Zed's rendering of the commands the agent runs itself:
+    /// `clientCapabilities._meta.terminal_output`, which Zed sends. A local terminal (see
+    /// [`Server::local_fallback`](crate::Server::local_fallback)) created in a tool call is then
+    /// shown through the call's `_meta.terminal_info` / `terminal_output` / `terminal_exit`
+    /// instead of as text. Not set by default (the key is left out).
+    #[must_use]
+    pub fn terminal_output(self, on: bool) -> Self {
+        self.capability_meta(crate::session::terminal_meta::ASKED_BY, on)
+    }
+
+    /// Advertises (`true`) or declines Zed's `_meta["terminal-auth"]` sign-in convention:
+    /// `clientCapabilities._meta["terminal-auth"]`, which Zed sends. The agent's `terminal`
+    /// authentication methods are then offered with the command line to run in
+    /// `_meta["terminal-auth"]`. Not set by default (the key is left out).
+    #[must_use]
+    pub fn terminal_auth_meta(self, on: bool) -> Self {
+        self.capability_meta(crate::router::TERMINAL_AUTH_META, on)
+    }
+
+    /// Asks for (`true`) or declines the unstable end-of-turn token `usage` in v1's answer to
+    /// `session/prompt`: `clientCapabilities._meta.unstable_end_turn_token_usage`. A v1 client
+    /// that did not ask gets no `usage` (a stable client's schema has no such key); v2 tells it
+    /// on the `idle` state update whatever this says. Not set by default (the key is left out).
+    #[must_use]
+    pub fn end_turn_usage(self, on: bool) -> Self {
+        self.capability_meta(crate::protocol::END_TURN_USAGE, on)
+    }
+
+    /// Sets `clientCapabilities._meta[key]` to `on`.
+    fn capability_meta(mut self, key: &str, on: bool) -> Self {
+        let meta = self.capabilities.meta.get_or_insert_with(Default::default);
+        meta.insert(key.to_owned(), on.into());
+        self
+    }
+
     /// Advertises elicitation (`elicitation/create`) in form mode, and in URL mode when `url`.
     /// Hold `"elicitation/create"` ([`hold`](Self::hold)) to answer the agent's requests.
     #[must_use]

@@ -246,6 +246,28 @@ impl Turn {
         let mut calls: Vec<ToolCallTrace> = Vec::new();
         for update in &self.updates {
             match update {
+                // A call announced anew (as Zed's `_meta.terminal_info` needs) replaces what
+                // it shows, as Zed's client reads it, keeping its history of statuses.
+                SessionUpdate::ToolCall(c)
+                    if calls
+                        .iter()
+                        .any(|call| call.id == c.tool_call_id.to_string()) =>
+                {
+                    let id = c.tool_call_id.to_string();
+                    if let Some(call) = calls.iter_mut().find(|call| call.id == id) {
+                        call.title.clone_from(&c.title);
+                        call.kind = c.kind;
+                        call.statuses.push(c.status);
+                        call.content.clone_from(&c.content);
+                        if c.raw_input.is_some() {
+                            call.raw_input.clone_from(&c.raw_input);
+                        }
+                        if c.raw_output.is_some() {
+                            call.raw_output.clone_from(&c.raw_output);
+                        }
+                        call.locations = c.locations.iter().map(|l| l.path.clone()).collect();
+                    }
+                }
                 SessionUpdate::ToolCall(c) => calls.push(ToolCallTrace {
                     id: c.tool_call_id.to_string(),
                     title: c.title.clone(),
