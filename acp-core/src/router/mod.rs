@@ -16,6 +16,7 @@ mod providers;
 mod queue;
 mod routes;
 mod sessions;
+mod unstable;
 #[cfg(feature = "v2")]
 mod v2;
 #[cfg(feature = "v2")]

@@ -108,7 +108,7 @@ impl TestClient {
     }
 
     /// A handle for session `id`, opened by `answer`.
-    fn session(&self, id: SessionId, answer: Value) -> TestSession<'_> {
+    pub(super) fn session(&self, id: SessionId, answer: Value) -> TestSession<'_> {
         TestSession {
             client: self,
             id,
