@@ -51,3 +51,4 @@ mod settings;
 mod surface;
 mod tools;
 mod tour;
+mod unstable_sessions;
