@@ -173,6 +173,14 @@ async fn a_title_set_by_the_client_is_listed_and_told_to_it() {
     assert!(told, "session_info_update for the open session");
     let list: schema::ListSessionsResponse = typed(client.list_sessions(None, None).await.unwrap());
     assert_eq!(list.sessions[0].title.as_deref(), Some("Fix the parser"));
+    // A session not open on the connection is retitled in the store alone.
+    let other = connect(&store).await;
+    other
+        .set_session_title(session.id(), "Renamed")
+        .await
+        .unwrap();
+    let list: schema::ListSessionsResponse = typed(other.list_sessions(None, None).await.unwrap());
+    assert_eq!(list.sessions[0].title.as_deref(), Some("Renamed"));
     let empty = client
         .set_session_title(session.id(), "   ")
         .await
@@ -253,9 +261,7 @@ async fn suggestions(shown: bool, version: u16) -> (bool, Vec<Value>) {
     let store = store();
     let mut builder = TestClient::builder().cwd("/w").protocol(version);
     if shown && version == 1 {
-        builder = builder.client_capabilities(typed(
-            json!({"session": {"promptSuggestions": {}}}),
-        ));
+        builder = builder.client_capabilities(typed(json!({"session": {"promptSuggestions": {}}})));
     }
     let server = acp::Server::new(Unstable).shared_store(store.clone());
     let client = if version == 2 {
@@ -288,10 +294,10 @@ async fn suggestions(shown: bool, version: u16) -> (bool, Vec<Value>) {
         .unwrap();
     let loaded = later.load_session(session.id()).await.unwrap();
     assert!(
-        !loaded.replayed.iter().any(|u| matches!(
-            u,
-            schema::SessionUpdate::PromptSuggestionsUpdate(_)
-        )),
+        !loaded
+            .replayed
+            .iter()
+            .any(|u| matches!(u, schema::SessionUpdate::PromptSuggestionsUpdate(_))),
         "not replayed"
     );
     (turn.text().contains("sent: true"), frames)

@@ -125,7 +125,11 @@ pub(super) fn reopen<A: Agent>(
         if let Err(e) = authenticated(&*agent, &conn).await {
             return answer(&conn, &id, Err::<(), _>(e)).await;
         }
-        let reply = if req.replay { Reply::Load } else { Reply::Resume };
+        let reply = if req.replay {
+            Reply::Load
+        } else {
+            Reply::Resume
+        };
         reopened(agent, conn, store, id, req, reply).await;
     })
 }

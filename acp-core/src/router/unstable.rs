@@ -109,8 +109,7 @@ pub(super) fn fork<A: Agent>(
             meta: req.meta,
             replay: false,
         };
-        super::history::reopened(agent, conn, store, id, reopen, super::history::Reply::Fork)
-            .await;
+        super::history::reopened(agent, conn, store, id, reopen, super::history::Reply::Fork).await;
     }))
 }
 
@@ -184,7 +183,11 @@ pub(super) fn status<A: Agent>(
 
 /// Where session `id` is, for `session/status` (see [`status`]).
 #[cfg(feature = "unstable-session-status")]
-async fn found(store: Option<&dyn SessionStore>, conn: &Connection, id: &SessionId) -> Result<Found> {
+async fn found(
+    store: Option<&dyn SessionStore>,
+    conn: &Connection,
+    id: &SessionId,
+) -> Result<Found> {
     let seen = match store {
         Some(store) => owner::sees(store, conn, id).await?,
         None => conn.owners().sees(id, conn.user()),
@@ -213,15 +216,15 @@ async fn found(store: Option<&dyn SessionStore>, conn: &Connection, id: &Session
 fn status_v2(found: Found) -> schema::v2::SessionStatusResponse {
     use schema::v2 as t;
     match found {
-        Found::Open(running) => t::SessionStatusResponse::new(t::SessionStatus::Open).state(
-            running.map(|running| {
+        Found::Open(running) => {
+            t::SessionStatusResponse::new(t::SessionStatus::Open).state(running.map(|running| {
                 if running {
                     t::StateUpdate::Running(t::RunningStateUpdate::new())
                 } else {
                     t::StateUpdate::Idle(t::IdleStateUpdate::new())
                 }
-            }),
-        ),
+            }))
+        }
         Found::Saved => t::SessionStatusResponse::new(t::SessionStatus::Saved),
     }
 }

@@ -176,11 +176,7 @@ fn initialize_response<A: Agent>(r: &Router<A>) -> v2s::InitializeResponse {
     #[cfg(feature = "unstable-session-status")]
     let session = session.status(v2s::SessionStatusCapabilities::new());
     #[cfg(feature = "unstable-session-set-title")]
-    let session = session.title(
-        r.store()
-            .is_some()
-            .then(v2s::SessionTitleCapabilities::new),
-    );
+    let session = session.title(r.store().is_some().then(v2s::SessionTitleCapabilities::new));
     #[cfg(feature = "unstable-session-archive")]
     let session = session.archive(
         r.store()

@@ -179,14 +179,10 @@ impl Session {
     /// ```
     #[cfg(feature = "unstable-prompt-suggestions")]
     #[cfg_attr(docsrs, doc(cfg(feature = "unstable-prompt-suggestions")))]
-    pub async fn suggest(
-        &self,
-        suggestions: Vec<crate::schema::PromptSuggestion>,
-    ) -> Result<bool> {
+    pub async fn suggest(&self, suggestions: Vec<crate::schema::PromptSuggestion>) -> Result<bool> {
         for (i, suggestion) in suggestions.iter().enumerate() {
-            check_suggestion(suggestion).map_err(|why| {
-                Error::InvalidParams(format!("prompt suggestion {i} {why}"))
-            })?;
+            check_suggestion(suggestion)
+                .map_err(|why| Error::InvalidParams(format!("prompt suggestion {i} {why}")))?;
         }
         let Some(session) = &self.client_capabilities().session else {
             return Ok(false);

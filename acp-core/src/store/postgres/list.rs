@@ -16,8 +16,7 @@ use crate::error::Result;
 use crate::store::{ListCursor, ListFilter, Page, cwd_key, page_of};
 
 /// The metadata columns of `acp_sessions s`, as `session_of` reads them (then the position).
-const COLUMNS: &str =
-    "s.id, s.cwd, s.additional_directories, s.title, s.created_at, s.updated_at, s.owner, s.archived";
+const COLUMNS: &str = "s.id, s.cwd, s.additional_directories, s.title, s.created_at, s.updated_at, s.owner, s.archived";
 
 /// The column of a row's position, after [`COLUMNS`].
 const POSITION: usize = 8;

@@ -517,7 +517,12 @@ impl SessionStore for PostgresStore {
     ) -> BoxFuture<'a, Result<()>> {
         run!(self, |conn| async {
             let [set] = conn.prepare([SET_ARCHIVED]).await?;
-            match conn.client.execute(&set, &[&&*id.0, &archived]).await.db()? {
+            match conn
+                .client
+                .execute(&set, &[&&*id.0, &archived])
+                .await
+                .db()?
+            {
                 0 => Err(unknown_session(id)),
                 _ => Ok(()),
             }

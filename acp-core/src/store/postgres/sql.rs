@@ -31,7 +31,8 @@ pub(super) const INSERT_SESSION: &str = "INSERT INTO acp_sessions (id, cwd, cwd_
 /// Sets session `$1`'s archived flag (no row: no such session).
 pub(super) const SET_ARCHIVED: &str = "UPDATE acp_sessions SET archived = $2 WHERE id = $1";
 /// A row when session `$1`'s lease is held and has not expired.
-pub(super) const LEASED: &str = "SELECT 1 FROM acp_leases WHERE session = $1 AND expires_at > now()";
+pub(super) const LEASED: &str =
+    "SELECT 1 FROM acp_leases WHERE session = $1 AND expires_at > now()";
 pub(super) const UPDATE_SESSION: &str = "UPDATE acp_sessions SET cwd = $2, cwd_key = $3, \
      additional_directories = $4, title = $5, updated_at = $6, touch = $7 WHERE pk = $1";
 pub(super) const SET_TITLE: &str =

@@ -15,8 +15,7 @@ use crate::store::{
 };
 
 /// The metadata columns of `sessions`, as [`SessionRow::read`] reads them.
-pub(super) const COLUMNS: &str =
-    "s.id, s.cwd, s.additional_directories, s.title, s.created_at, s.updated_at, s.owner, s.archived";
+pub(super) const COLUMNS: &str = "s.id, s.cwd, s.additional_directories, s.title, s.created_at, s.updated_at, s.owner, s.archived";
 
 /// How many rows `recent` holds before they move to `settled` in one sorted insert (see the
 /// schema in `sqlite.rs`). Reading a session's rows scans `recent` (about 20 bytes a row: 640
