@@ -54,4 +54,5 @@ mod surface;
 mod system_prompt;
 mod tools;
 mod tour;
+mod unstable_sessions;
 mod zed_meta;

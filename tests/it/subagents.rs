@@ -272,14 +272,10 @@ async fn the_childs_failure_is_the_tool_calls(protocol: u16) {
         assert!(turn.text().contains(says), "{}", turn.text());
         let task = &turn.tool_calls()[0];
         assert_eq!(task.status(), Some(ToolCallStatus::Failed));
-        let ended = turn
-            .updates()
-            .iter()
-            .rev()
-            .find_map(|u| match u {
-                SessionUpdate::SubagentUpdate(s) => s.state.value().cloned(),
-                _ => None,
-            });
+        let ended = turn.updates().iter().rev().find_map(|u| match u {
+            SessionUpdate::SubagentUpdate(s) => s.state.value().cloned(),
+            _ => None,
+        });
         match ended {
             Some(StateUpdate::Idle(idle)) => match idle.stop_reason.clone() {
                 Some(IdleStopReason::Error(e)) => {
@@ -356,14 +352,10 @@ async fn cancels_reach_the_child_and_the_child_refuses_prompts(protocol: u16) {
     session.cancel_when(|u| matches!(u, SessionUpdate::SubagentUpdate(_)));
     let turn = session.prompt("wait").await.unwrap();
     assert_eq!(turn.stop_reason(), Some(StopReason::Cancelled));
-    let ended = turn
-        .updates()
-        .iter()
-        .rev()
-        .find_map(|u| match u {
-            SessionUpdate::SubagentUpdate(s) => s.state.value().cloned(),
-            _ => None,
-        });
+    let ended = turn.updates().iter().rev().find_map(|u| match u {
+        SessionUpdate::SubagentUpdate(s) => s.state.value().cloned(),
+        _ => None,
+    });
     assert!(
         matches!(&ended, Some(StateUpdate::Idle(i)) if i.stop_reason == Some(IdleStopReason::Cancelled)),
         "{ended:?}"

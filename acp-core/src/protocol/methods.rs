@@ -16,6 +16,19 @@ pub(crate) const SESSION_CLOSE: &str = AGENT_METHOD_NAMES.session_close;
 pub(crate) const SESSION_LIST: &str = AGENT_METHOD_NAMES.session_list;
 pub(crate) const SESSION_RESUME: &str = AGENT_METHOD_NAMES.session_resume;
 pub(crate) const SESSION_DELETE: &str = AGENT_METHOD_NAMES.session_delete;
+// Answered by the agent, Unstable (each behind its feature).
+#[cfg(feature = "unstable-session-fork")]
+pub(crate) const SESSION_FORK: &str = AGENT_METHOD_NAMES.session_fork;
+#[cfg(feature = "unstable-session-status")]
+pub(crate) const SESSION_STATUS: &str = AGENT_METHOD_NAMES.session_status;
+#[cfg(feature = "unstable-session-set-title")]
+pub(crate) const SESSION_SET_TITLE: &str = AGENT_METHOD_NAMES.session_set_title;
+#[cfg(feature = "unstable-session-archive")]
+pub(crate) const SESSION_ARCHIVE: &str = AGENT_METHOD_NAMES.session_archive;
+#[cfg(feature = "unstable-session-archive")]
+pub(crate) const SESSION_UNARCHIVE: &str = AGENT_METHOD_NAMES.session_unarchive;
+#[cfg(feature = "unstable-session-options")]
+pub(crate) const SESSION_OPTIONS: &str = AGENT_METHOD_NAMES.session_options;
 pub(crate) const CANCEL_REQUEST: &str = PROTOCOL_LEVEL_METHOD_NAMES.cancel_request;
 
 // Answered by the agent, v2's own.

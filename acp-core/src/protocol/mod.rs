@@ -12,7 +12,9 @@ pub(crate) mod v1;
 #[cfg(feature = "v2")]
 pub(crate) mod v2;
 
-pub(crate) use codec::{Account, Codec, END_TURN_USAGE, Ending, Unstable};
+#[cfg(feature = "testing")]
+pub(crate) use codec::END_TURN_USAGE;
+pub(crate) use codec::{Account, Codec, Ending, Unstable};
 
 /// An answer of the runtime's handlers, and what a v2 connection gets instead
 /// ([`v2::Answer`]); without feature `v2`, any answer.

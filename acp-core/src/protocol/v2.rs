@@ -118,7 +118,9 @@ fn stop_reason(reason: StopReason) -> t::StopReason {
 
 /// A value of a v1 type as the type of the other version with the same wire shape (`Usage`,
 /// `Error`, content blocks, …), through its JSON; an error if the shapes ever part.
-fn same_shape<V1: Serialize, V2: DeserializeOwned>(value: &V1) -> serde_json::Result<V2> {
+pub(crate) fn same_shape<V1: Serialize, V2: DeserializeOwned>(
+    value: &V1,
+) -> serde_json::Result<V2> {
     serde_json::to_value(value).and_then(serde_json::from_value)
 }
 

@@ -40,6 +40,8 @@ pub(super) fn list<A: Agent>(
     raw: Option<&RawValue>,
 ) -> Result<BoxFuture<'static, ()>, schema::Error> {
     let req: schema::ListSessionsRequest = params(methods::SESSION_LIST, raw)?;
+    #[cfg(feature = "unstable-session-archive")]
+    let archived = super::unstable::archived_filter(req.archived.as_ref())?;
     let (store, conn, agent) = (r.store().cloned(), r.conn.clone(), r.agent.clone());
     Ok(Box::pin(async move {
         let Some(store) = store else { return };
@@ -49,6 +51,10 @@ pub(super) fn list<A: Agent>(
         }
         let mut filter = ListFilter::all();
         filter.cwd = req.cwd.as_deref();
+        #[cfg(feature = "unstable-session-archive")]
+        {
+            filter.archived = archived;
+        }
         let page = store
             .list(owner::listed(&conn, filter), req.cursor.as_deref(), PAGE)
             .await
@@ -57,16 +63,29 @@ pub(super) fn list<A: Agent>(
                     .sessions
                     .into_iter()
                     .map(|s| {
-                        schema::SessionInfo::new(s.id, s.cwd)
+                        let info = schema::SessionInfo::new(s.id, s.cwd)
                             .additional_directories(s.additional_directories)
                             .title(s.title)
-                            .updated_at(s.updated_at)
+                            .updated_at(s.updated_at);
+                        with_archived(info, s.archived)
                     })
                     .collect();
                 schema::ListSessionsResponse::new(sessions).next_cursor(page.next_cursor)
             });
         answer(&conn, &id, page).await;
     }))
+}
+
+/// `info` with its archived flag, reported on every listed session when `session/archive` is
+/// compiled in (the schema's MUST); as it is otherwise.
+fn with_archived(info: schema::SessionInfo, archived: bool) -> schema::SessionInfo {
+    #[cfg(feature = "unstable-session-archive")]
+    return info.archived(archived);
+    #[cfg(not(feature = "unstable-session-archive"))]
+    {
+        let _ = archived;
+        info
+    }
 }
 
 /// A `session/load` or `session/resume` to answer from the store.
@@ -79,6 +98,18 @@ pub(super) struct Reopen {
     pub system_prompt: Option<schema::SystemPrompt>,
     /// Replay the conversation (`load`) or not (`resume`).
     pub replay: bool,
+}
+
+/// What a reopened session is answered with.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reply {
+    /// `session/load` (or v2's `session/resume` with a replay).
+    Load,
+    /// `session/resume`.
+    Resume,
+    /// `session/fork`: the new session, its history copied from its parent.
+    #[cfg(feature = "unstable-session-fork")]
+    Fork,
 }
 
 /// `session/load` with a store: the conversation is replayed from it, then the agent gives the
@@ -97,6 +128,25 @@ pub(super) fn reopen<A: Agent>(
         if let Err(e) = authenticated(&*agent, &conn).await {
             return answer(&conn, &id, Err::<(), _>(e)).await;
         }
+        let reply = if req.replay {
+            Reply::Load
+        } else {
+            Reply::Resume
+        };
+        reopened(agent, conn, store, id, req, reply).await;
+    })
+}
+
+/// [`reopen`] once the client is signed in: the session `req` names, answered as `reply`.
+pub(super) async fn reopened<A: Agent>(
+    agent: Arc<A>,
+    conn: Arc<crate::session::Connection>,
+    store: Arc<dyn SessionStore>,
+    id: RequestId,
+    req: Reopen,
+    reply: Reply,
+) {
+    {
         // Another user's session is not there for this one (before its lease: not even a wait).
         match owner::sees(&*store, &conn, &req.session_id).await {
             Ok(true) => {}
@@ -175,24 +225,37 @@ pub(super) fn reopen<A: Agent>(
             agent.new_session(&cx).await
         };
         let opened = (state, session.title);
-        if req.replay {
-            open_session(&*agent, &conn, &id, opened, setup, |o| {
-                schema::LoadSessionResponse::new()
-                    .modes(o.modes)
-                    .config_options(o.config_options)
-                    .meta(o.meta)
-            })
-            .await;
-        } else {
-            open_session(&*agent, &conn, &id, opened, setup, |o| {
-                schema::ResumeSessionResponse::new()
-                    .modes(o.modes)
-                    .config_options(o.config_options)
-                    .meta(o.meta)
-            })
-            .await;
+        match reply {
+            Reply::Load => {
+                open_session(&*agent, &conn, &id, opened, setup, |o| {
+                    schema::LoadSessionResponse::new()
+                        .modes(o.modes)
+                        .config_options(o.config_options)
+                        .meta(o.meta)
+                })
+                .await;
+            }
+            Reply::Resume => {
+                open_session(&*agent, &conn, &id, opened, setup, |o| {
+                    schema::ResumeSessionResponse::new()
+                        .modes(o.modes)
+                        .config_options(o.config_options)
+                        .meta(o.meta)
+                })
+                .await;
+            }
+            #[cfg(feature = "unstable-session-fork")]
+            Reply::Fork => {
+                open_session(&*agent, &conn, &id, opened, setup, |o| {
+                    schema::ForkSessionResponse::new(o.id)
+                        .modes(o.modes)
+                        .config_options(o.config_options)
+                        .meta(o.meta)
+                })
+                .await;
+            }
         }
-    })
+    }
 }
 
 pub(super) fn resume<A: Agent>(
@@ -317,7 +380,7 @@ async fn replay_child(
     }
 }
 
-async fn known(store: &dyn SessionStore, id: &SessionId) -> Result<StoredSession> {
+pub(super) async fn known(store: &dyn SessionStore, id: &SessionId) -> Result<StoredSession> {
     match store.session(id).await? {
         Some(session) => Ok(session),
         None => Err(not_found(id)),
@@ -325,7 +388,7 @@ async fn known(store: &dyn SessionStore, id: &SessionId) -> Result<StoredSession
 }
 
 /// `-32002` for session `id`.
-fn not_found(id: &SessionId) -> Error {
+pub(super) fn not_found(id: &SessionId) -> Error {
     Error::from_rpc(schema::Error::session_not_found(id.clone()))
 }
 

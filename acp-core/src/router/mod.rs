@@ -6,6 +6,7 @@
 
 mod auth;
 
+#[cfg(feature = "testing")]
 pub(crate) use auth::TERMINAL_AUTH_META;
 mod ext;
 mod history;
@@ -18,6 +19,7 @@ mod providers;
 mod queue;
 mod routes;
 mod sessions;
+mod unstable;
 #[cfg(feature = "v2")]
 mod v2;
 #[cfg(feature = "v2")]

@@ -77,6 +77,10 @@ impl OpenAnswer for schema::NewSessionResponse {}
 /// The spec: a `session/resume` sends no `session/update` before its answer.
 impl OpenAnswer for schema::ResumeSessionResponse {}
 
+/// The client learns the new session's id from the answer, as for `session/new`.
+#[cfg(feature = "unstable-session-fork")]
+impl OpenAnswer for schema::ForkSessionResponse {}
+
 /// The answer ends the replay and nothing may follow it for the session: the client knows the
 /// session (it named it), so the commands close the replay instead.
 impl OpenAnswer for schema::LoadSessionResponse {
@@ -161,6 +165,7 @@ fn stored(state: &SessionState) -> StoredSession {
         updated_at: String::new(),
         created_at: String::new(),
         owner: state.conn().user().map(str::to_owned),
+        archived: false,
     }
 }
 

@@ -165,6 +165,47 @@ pub(super) fn requests<A: Agent>() -> Vec<Route<A>> {
             gate: always,
             handler: Handler::Inline(super::v2::terminal_cancel),
         },
+        // Unstable, each behind its feature (see `unstable`). Fork and options read v1's
+        // params only: v2's differ (absolute paths, tagged MCP servers) and are not
+        // converted yet.
+        #[cfg(feature = "unstable-session-fork")]
+        Route {
+            names: Names::v1(methods::SESSION_FORK),
+            gate: recorded,
+            handler: Handler::Spawned(super::unstable::fork),
+        },
+        #[cfg(feature = "unstable-session-options")]
+        Route {
+            names: Names::v1(methods::SESSION_OPTIONS),
+            gate: always,
+            handler: Handler::Spawned(super::unstable::options),
+        },
+        // The same params in both versions (a session id, a title); the answers are written
+        // in each version's shape.
+        #[cfg(feature = "unstable-session-status")]
+        Route {
+            names: Names::both(methods::SESSION_STATUS),
+            gate: always,
+            handler: Handler::Spawned(super::unstable::status),
+        },
+        #[cfg(feature = "unstable-session-set-title")]
+        Route {
+            names: Names::both(methods::SESSION_SET_TITLE),
+            gate: recorded,
+            handler: Handler::Spawned(super::unstable::set_title),
+        },
+        #[cfg(feature = "unstable-session-archive")]
+        Route {
+            names: Names::both(methods::SESSION_ARCHIVE),
+            gate: recorded,
+            handler: Handler::Spawned(super::unstable::archive),
+        },
+        #[cfg(feature = "unstable-session-archive")]
+        Route {
+            names: Names::both(methods::SESSION_UNARCHIVE),
+            gate: recorded,
+            handler: Handler::Spawned(super::unstable::unarchive),
+        },
         // The same methods, params and answers in both versions.
         #[cfg(feature = "llm-providers")]
         providers_list,
@@ -242,6 +283,27 @@ fn initialize<A: Agent>(
         sessions.list = Some(schema::SessionListCapabilities::new());
         sessions.resume = Some(schema::SessionResumeCapabilities::new());
         sessions.delete = Some(schema::SessionDeleteCapabilities::new());
+        #[cfg(feature = "unstable-session-fork")]
+        {
+            sessions.fork = Some(schema::SessionForkCapabilities::new());
+        }
+        #[cfg(feature = "unstable-session-set-title")]
+        {
+            sessions.title = Some(schema::SessionTitleCapabilities::new());
+        }
+        #[cfg(feature = "unstable-session-archive")]
+        {
+            sessions.archive = Some(schema::SessionArchiveCapabilities::new());
+        }
+    }
+    // Answered with or without a store.
+    #[cfg(feature = "unstable-session-status")]
+    {
+        capabilities.session_capabilities.status = Some(schema::SessionStatusCapabilities::new());
+    }
+    #[cfg(feature = "unstable-session-options")]
+    {
+        capabilities.session_capabilities.options = Some(schema::SessionOptionsCapabilities::new());
     }
     let auth_methods =
         auth::offered_auth_methods(r.agent.auth_methods(), r.conn.client_capabilities());

@@ -121,18 +121,28 @@ pub(super) fn initialize<A: Agent>(
     // A v2 client has no file system or terminals (`cx.fs()` / `cx.terminal()` do not ask it),
     // and what v2 has in its baseline: boolean config options, plan operations, subagents,
     // notices and compactions.
-    let client = schema::ClientCapabilities::new()
+    let mut client = schema::ClientCapabilities::new()
         .plan(schema::PlanCapabilities::new())
-        .subagents(schema::SubagentCapabilities::new())
-        .session(
-            schema::ClientSessionCapabilities::new()
-                .config_options(
-                    schema::SessionConfigOptionsCapabilities::new()
-                        .boolean(schema::BooleanConfigOptionCapabilities::new()),
-                )
-                .notices(schema::NoticeCapabilities::new())
-                .compaction(schema::CompactionCapabilities::new()),
-        );
+        .subagents(schema::SubagentCapabilities::new());
+    #[cfg_attr(not(feature = "unstable-prompt-suggestions"), allow(unused_mut))]
+    let mut session = schema::ClientSessionCapabilities::new()
+        .config_options(
+            schema::SessionConfigOptionsCapabilities::new()
+                .boolean(schema::BooleanConfigOptionCapabilities::new()),
+        )
+        .notices(schema::NoticeCapabilities::new())
+        .compaction(schema::CompactionCapabilities::new());
+    // The prompt suggestions it shows (`Session::suggest`), in v1's shape (the same fields).
+    #[cfg(feature = "unstable-prompt-suggestions")]
+    {
+        session.prompt_suggestions = req
+            .capabilities
+            .session
+            .as_ref()
+            .and_then(|s| s.prompt_suggestions.as_ref())
+            .and_then(|p| v2::same_shape(p).ok());
+    }
+    client.session = Some(session);
     r.conn.initialized(client, None);
     // `cx.fs()` / `cx.terminal()` act on the agent's machine, inside the session's roots, and
     // its terminals are shown as v2's agent-owned terminals.
@@ -183,6 +193,17 @@ fn initialize_response<A: Agent>(r: &Router<A>) -> v2s::InitializeResponse {
                     }))
                 }),
         );
+    // The Unstable methods routed on v2 (see `unstable`), as v1 advertises them.
+    #[cfg(feature = "unstable-session-status")]
+    let session = session.status(v2s::SessionStatusCapabilities::new());
+    #[cfg(feature = "unstable-session-set-title")]
+    let session = session.title(r.store().is_some().then(v2s::SessionTitleCapabilities::new));
+    #[cfg(feature = "unstable-session-archive")]
+    let session = session.archive(
+        r.store()
+            .is_some()
+            .then(v2s::SessionArchiveCapabilities::new),
+    );
     #[cfg_attr(not(feature = "llm-providers"), allow(unused_mut))]
     let mut capabilities = v2s::AgentCapabilities::new().session(session);
     #[cfg(feature = "llm-providers")]

@@ -99,6 +99,12 @@ impl Detached {
         }
     }
 
+    /// Whether a connection whose client went away holds session `id` (its turn runs on).
+    #[cfg(feature = "unstable-session-status")]
+    pub fn holds(&self, id: &SessionId) -> bool {
+        self.lock().contains_key(id)
+    }
+
     /// Waits until session `id` is held by no connection whose client went away.
     pub async fn wait(&self, id: &SessionId) {
         loop {

@@ -161,6 +161,60 @@ impl Session {
         .await
     }
 
+    /// Offers the user prompts the agent predicts they will send next, most likely first
+    /// (`prompt_suggestions_update`; an empty list withdraws the ones offered), and tells
+    /// whether they were sent: only to a client that advertised
+    /// `session.promptSuggestions` (else nothing is sent, `Ok(false)`). Suggestions are not
+    /// part of the session's history: they are not recorded, and a reload does not replay
+    /// them.
+    ///
+    /// Each suggestion is a prompt the client can send unchanged: at least one content block,
+    /// `text` or `resource_link` (other blocks only where both the agent's prompt
+    /// capabilities and the client's `promptSuggestions` allow them), never only blank text.
+    /// A suggestion that breaks these rules is an [`Error::InvalidParams`] and nothing is
+    /// sent.
+    ///
+    /// ```no_run
+    /// # async fn turn(cx: &acp_core::Session) -> acp_core::Result<()> {
+    /// use acp_core::schema::PromptSuggestion;
+    /// let next = PromptSuggestion::new(vec!["Run the tests".into()]);
+    /// if !cx.suggest(vec![next]).await? {
+    ///     // The client shows no suggestions.
+    /// }
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "unstable-prompt-suggestions")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "unstable-prompt-suggestions")))]
+    pub async fn suggest(&self, suggestions: Vec<crate::schema::PromptSuggestion>) -> Result<bool> {
+        for (i, suggestion) in suggestions.iter().enumerate() {
+            check_suggestion(suggestion)
+                .map_err(|why| Error::InvalidParams(format!("prompt suggestion {i} {why}")))?;
+        }
+        let Some(session) = &self.client_capabilities().session else {
+            return Ok(false);
+        };
+        if session.prompt_suggestions.is_none() {
+            return Ok(false);
+        }
+        if self.turn.is_none() && self.state.is_closed() {
+            return Err(Error::SessionClosed);
+        }
+        let update = SessionUpdate::PromptSuggestionsUpdate(
+            crate::schema::PromptSuggestionsUpdate::new(suggestions),
+        );
+        // Not recorded: suggestions are not part of the session's history.
+        let encoded =
+            self.state
+                .conn
+                .codec()
+                .update(&self.state.id, &update, self.client_capabilities())?;
+        if encoded.bytes.is_empty() {
+            return Ok(false);
+        }
+        self.send_update(encoded.bytes, None).await?;
+        Ok(true)
+    }
+
     /// Reports how much of the model's context the session uses, and optionally what it cost
     /// so far (`usage_update`), for the client's context meter.
     ///
@@ -475,5 +529,28 @@ impl Session {
     /// The "always" answer remembered for a permission key in this session, if any.
     pub fn remembered_permission(&self, key: &str) -> Option<bool> {
         lock(&self.state.remembered).get(key).copied()
+    }
+}
+
+/// Why `suggestion` may not be sent (see [`Session::suggest`]): no content, only blank text,
+/// or a block other than text and resource links.
+#[cfg(feature = "unstable-prompt-suggestions")]
+fn check_suggestion(suggestion: &crate::schema::PromptSuggestion) -> Result<(), &'static str> {
+    use crate::schema::ContentBlock;
+    if suggestion.prompt.is_empty() {
+        return Err("has no content (it needs at least one content block)");
+    }
+    let mut substance = false;
+    for block in &suggestion.prompt {
+        match block {
+            ContentBlock::Text(text) => substance |= !text.text.trim().is_empty(),
+            ContentBlock::ResourceLink(_) => substance = true,
+            _ => return Err("has a content block other than `text` and `resource_link`"),
+        }
+    }
+    if substance {
+        Ok(())
+    } else {
+        Err("is only blank text")
     }
 }

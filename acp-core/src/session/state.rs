@@ -533,6 +533,12 @@ impl SessionState {
         true
     }
 
+    /// Whether a turn of the session is running.
+    #[cfg(feature = "unstable-session-status")]
+    pub fn is_running(&self) -> bool {
+        lock(&self.turn).is_some()
+    }
+
     /// Frees the session for its next turn.
     pub fn end_turn(&self) {
         lock(&self.turn).take();

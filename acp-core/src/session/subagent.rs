@@ -422,15 +422,10 @@ async fn save_child(child: &Session, title: &str) {
     let Some(store) = conn.peer().journal.store() else {
         return;
     };
-    let session = StoredSession {
-        id: child.id().clone(),
-        cwd: child.cwd().to_path_buf(),
-        additional_directories: child.additional_directories().to_vec(),
-        title: Some(title.to_owned()),
-        updated_at: String::new(),
-        created_at: String::new(),
-        owner: conn.user().map(str::to_owned),
-    };
+    let mut session = StoredSession::new(child.id().clone(), child.cwd());
+    session.additional_directories = child.additional_directories().to_vec();
+    session.title = Some(title.to_owned());
+    session.owner = conn.user().map(str::to_owned);
     if let Err(e) = store.save_session(&session).await {
         tracing::warn!(session = %child.id(), "could not save the subagent's session: {e}");
     }

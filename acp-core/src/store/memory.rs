@@ -114,6 +114,7 @@ impl SessionStore for MemoryStore {
                         updated_at: touch_time(Some(&entry.meta.updated_at)),
                         created_at: entry.meta.created_at.clone(),
                         owner: entry.meta.owner.clone(),
+                        archived: entry.meta.archived,
                         ..session.clone()
                     };
                     entry.cwd_key = cwd_key(&session.cwd);
@@ -216,6 +217,7 @@ impl SessionStore for MemoryStore {
                     let owner = e.meta.owner.as_deref();
                     filter.owner.is_none_or(|wanted| owner == Some(wanted))
                 })
+                .filter(|e| filter.archived.is_none_or(|a| e.meta.archived == a))
                 .filter_map(|e| Some((e.position_at(cursor.snapshot)?, e)))
                 .filter(|&(position, _)| position < cursor.position)
                 .collect();
@@ -236,6 +238,22 @@ impl SessionStore for MemoryStore {
         Box::pin(async move {
             let removed = self.lock().sessions.remove(id);
             drop(removed); // outside the lock
+            Ok(())
+        })
+    }
+
+    fn set_archived<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        archived: bool,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let mut inner = self.lock();
+            let entry = inner
+                .sessions
+                .get_mut(id)
+                .ok_or_else(|| unknown_session(id))?;
+            entry.meta.archived = archived;
             Ok(())
         })
     }

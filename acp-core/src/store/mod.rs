@@ -115,6 +115,11 @@ pub struct StoredSession {
     /// `created_at` is: later saves never change it. [`ListFilter::owner`] lists a user's.
     #[serde(default)]
     pub owner: Option<String>,
+    /// Whether the session is archived (`session/archive`): hidden from `session/list`
+    /// unless asked for. Taken from the first save; later saves keep it, and only
+    /// [`SessionStore::set_archived`] changes it.
+    #[serde(default)]
+    pub archived: bool,
 }
 
 impl StoredSession {
@@ -129,6 +134,7 @@ impl StoredSession {
             updated_at: String::new(),
             created_at: String::new(),
             owner: None,
+            archived: false,
         }
     }
 
@@ -159,6 +165,8 @@ pub struct ListFilter<'a> {
     /// Only sessions whose [`owner`](StoredSession::owner) is this user (sessions with no
     /// owner are not listed).
     pub owner: Option<&'a str>,
+    /// Only sessions whose [`archived`](StoredSession::archived) flag is this (`None`: both).
+    pub archived: Option<bool>,
 }
 
 impl<'a> ListFilter<'a> {
@@ -176,6 +184,12 @@ impl<'a> ListFilter<'a> {
     /// Only `owner`'s sessions.
     pub fn owner(mut self, owner: &'a str) -> Self {
         self.owner = Some(owner);
+        self
+    }
+
+    /// Only the archived sessions (`true`) or only those not archived (`false`).
+    pub fn archived(mut self, archived: bool) -> Self {
+        self.archived = Some(archived);
         self
     }
 }
@@ -337,6 +351,77 @@ pub trait SessionStore: Send + Sync + 'static {
             session.title = title.map(str::to_owned);
             self.save_session(&session).await
         })
+    }
+
+    /// Archives (`true`) or unarchives (`false`) the session: the flag
+    /// [`StoredSession::archived`], which [`ListFilter::archived`] filters on. Its records,
+    /// state and `updated_at` are untouched; setting the flag it already has succeeds. An
+    /// unknown session is an error ([`Error::is_not_found`]).
+    ///
+    /// The default, for a store that cannot keep the flag, is an error saying so (the
+    /// runtime's `session/archive` answers it); every store of this crate keeps it.
+    fn set_archived<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        archived: bool,
+    ) -> BoxFuture<'a, Result<()>> {
+        let _ = (id, archived);
+        Box::pin(std::future::ready(Err(Error::msg(
+            "session store: this store cannot archive sessions",
+        ))))
+    }
+
+    /// Copies session `from` (its records, in order, and its state) into the new session
+    /// `to`, saved first with `to`'s metadata (`session/fork`). Returns the cursor of the
+    /// last record copied (`0` for none). `from` unknown is an error ([`Error::is_not_found`]),
+    /// and nothing is created.
+    ///
+    /// The default copies through the other methods, a page of records at a time, and
+    /// deletes `to` again if a step fails; a store can do it in one transaction.
+    fn copy_session<'a>(
+        &'a self,
+        from: &'a schema::SessionId,
+        to: &'a StoredSession,
+    ) -> BoxFuture<'a, Result<Cursor>> {
+        Box::pin(async move {
+            if self.session(from).await?.is_none() {
+                return Err(unknown_session(from));
+            }
+            self.save_session(to).await?;
+            let copied = async {
+                let mut last = 0;
+                let mut after = None;
+                loop {
+                    let page = self.records_page(from, after, 256).await?;
+                    let Some(&(cursor, _)) = page.last() else {
+                        break;
+                    };
+                    after = Some(cursor);
+                    let records: Vec<Record> = page.into_iter().map(|(_, r)| r).collect();
+                    last = self.append(&to.id, &records).await?;
+                }
+                for (key, value) in self.state(from).await? {
+                    self.put_state(&to.id, &key, &value).await?;
+                }
+                Ok(last)
+            };
+            match copied.await {
+                Ok(last) => Ok(last),
+                Err(e) => {
+                    let _ = self.delete(&to.id).await;
+                    Err(e)
+                }
+            }
+        })
+    }
+
+    /// Whether some holder holds session `id`'s lease now, unexpired (see
+    /// [`acquire_lease`](Self::acquire_lease)): the session is open on another replica of
+    /// the agent. Reads only, takes nothing (`session/status`). The default (one process, no
+    /// lease recorded) is `false`.
+    fn leased<'a>(&'a self, id: &'a schema::SessionId) -> BoxFuture<'a, Result<bool>> {
+        let _ = id;
+        Box::pin(std::future::ready(Ok(false)))
     }
 
     /// Takes or renews the *ownership lease* of session `id` for `holder`: the right to run

@@ -3,7 +3,7 @@
 //!
 //! How replicas sharing the database stay consistent is in [`PostgresStore`]'s docs.
 //!
-//! # Schema (version 2, in `acp_counters.schema_version`)
+//! # Schema (version 3, in `acp_counters.schema_version`)
 //!
 //! All tables are prefixed `acp_`, so the store can live in an existing database (or a
 //! schema of its own: `?options=-csearch_path%3Dacp` in the URL).
@@ -58,7 +58,7 @@ const MAX_CONNECTIONS: usize = 8;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The schema this version writes and reads.
-const SCHEMA_VERSION: i32 = 2;
+const SCHEMA_VERSION: i32 = 3;
 
 /// The key of the advisory lock held while the schema is created ("acp_sess").
 const SCHEMA_LOCK: i64 = 0x6163_705f_7365_7373;
@@ -111,6 +111,8 @@ CREATE TABLE IF NOT EXISTS acp_leases (
 ALTER TABLE acp_sessions ADD COLUMN IF NOT EXISTS owner text;
 CREATE INDEX IF NOT EXISTS acp_sessions_by_owner ON acp_sessions (owner, touch);
 UPDATE acp_counters SET schema_version = 2 WHERE id = 1 AND schema_version < 2;
+ALTER TABLE acp_sessions ADD COLUMN IF NOT EXISTS archived boolean NOT NULL DEFAULT false;
+UPDATE acp_counters SET schema_version = 3 WHERE id = 1 AND schema_version < 3;
 ";
 
 /// A [`SessionStore`](super::SessionStore) in a PostgreSQL database, shared by every replica

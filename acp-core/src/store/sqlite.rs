@@ -15,13 +15,14 @@
 //! turn (`BEGIN IMMEDIATE`, waiting up to 10 s). Called outside a tokio runtime,
 //! an operation runs on the polling thread.
 //!
-//! # Schema (version 4, in `PRAGMA user_version`)
+//! # Schema (version 5, in `PRAGMA user_version`)
 //!
 //! - `sessions`: one row per session: `pk` (the integer the other tables refer to it by, never
 //!   reused), its id, its metadata, `touch` (its latest touch: its position in `list`),
 //!   `cwd_key` (the cwd as `list` compares it) and `owner` (version 4: its user, `NULL` for
 //!   none and for the sessions of older versions); indexed on `(touch)`, `(cwd_key, touch)`
-//!   and `(owner, touch)` (a user's listing reads only that user's sessions).
+//!   and `(owner, touch)` (a user's listing reads only that user's sessions); and
+//!   `archived` (version 5: `session/archive`'s flag, 0 or 1).
 //! - `touches`: every touch (`seq INTEGER PRIMARY KEY AUTOINCREMENT`, session), for the order
 //!   of `list` as of a cursor's snapshot; indexed on `(session, seq)`.
 //! - `records`: the logs, one row per session per `append` (a batch of records; one of more
@@ -75,7 +76,7 @@ const DATA_DIR_VAR: &str = "ACP_DATA_DIR";
 /// threads) without bound — a client flooding `session/new` must not grow the agent.
 const MAX_IDLE: usize = 4;
 
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 
 const SCHEMA_V1: &str = "
 CREATE TABLE sessions (
@@ -135,6 +136,9 @@ const SCHEMA_V4: &str = "
 ALTER TABLE sessions ADD COLUMN owner TEXT;
 CREATE INDEX sessions_by_owner ON sessions (owner, touch);
 ";
+
+/// From version 4 to 5: whether a session is archived (`session/archive`), a `list` filter.
+const SCHEMA_V5: &str = "ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;";
 
 /// A [`SessionStore`](super::SessionStore) in an SQLite database file: the default store.
 ///
@@ -344,7 +348,7 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     match version {
         0..SCHEMA_VERSION => {
             // Each step from the file's version up (a new file: all of them).
-            let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4];
+            let steps = [SCHEMA_V1, SCHEMA_V2, SCHEMA_V3, SCHEMA_V4, SCHEMA_V5];
             for step in &steps[usize::try_from(version).unwrap_or(0)..] {
                 tx.execute_batch(step).db()?;
             }

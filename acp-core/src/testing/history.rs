@@ -108,7 +108,7 @@ impl TestClient {
     }
 
     /// A handle for session `id`, opened by `answer`.
-    fn opened(&self, id: SessionId, answer: Value) -> TestSession<'_> {
+    pub(super) fn opened(&self, id: SessionId, answer: Value) -> TestSession<'_> {
         TestSession {
             client: self,
             id,

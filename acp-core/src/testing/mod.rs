@@ -94,6 +94,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 mod trace;
+mod unstable;
 #[cfg(feature = "v2")]
 mod v2;
 mod view;
@@ -474,7 +475,7 @@ impl TestClient {
 
     /// The params of a request opening a session: `params` with the cwd, and the additional
     /// directories if there are any.
-    fn opening(&self, mut params: Value) -> Value {
+    pub(super) fn opening(&self, mut params: Value) -> Value {
         params["cwd"] = json!(self.cwd);
         if !self.additional_directories.is_empty() {
             params["additionalDirectories"] = json!(self.additional_directories);

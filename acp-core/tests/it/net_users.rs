@@ -326,3 +326,77 @@ async fn without_a_store_another_users_session_is_unknown_too_and_the_agent_know
         "{before:?}"
     );
 }
+
+/// The Unstable session methods refuse another user's session exactly as `session/load`
+/// does: `session/fork`, `session/status`, `session/set_title`, `session/archive` and
+/// `session/unarchive` answer it as an id nobody was given (`-32002`), and change nothing.
+#[cfg(all(
+    feature = "unstable-session-fork",
+    feature = "unstable-session-status",
+    feature = "unstable-session-set-title",
+    feature = "unstable-session-archive"
+))]
+#[tokio::test]
+async fn the_unstable_session_methods_refuse_another_users_session_as_load_does() {
+    use acp_core::schema::AGENT_METHOD_NAMES as M;
+    let (url, store) = start_recorded(two_users()).await;
+    let mut alice = WsClient::connect_with(&url, &[("authorization", ALICE)]).await;
+    let theirs = alice.open_session().await;
+    let (answer, _) = alice.prompt(&theirs, "the secret plan").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    // Alice sees her own: the refusal below is about the user, not the method.
+    let (own, _) = alice
+        .request(M.session_status, json!({"sessionId": theirs}))
+        .await;
+    assert_eq!(own["result"]["status"], "open", "{own}");
+
+    let mut bob = WsClient::connect_with(&url, &[("authorization", BOB)]).await;
+    bob.open_session().await;
+    let (loaded, _) = bob.request(M.session_load, reopen(&theirs)).await;
+    let cases = [
+        (M.session_fork, reopen(&theirs), reopen(MADE_UP)),
+        (
+            M.session_status,
+            json!({"sessionId": theirs}),
+            json!({"sessionId": MADE_UP}),
+        ),
+        (
+            M.session_set_title,
+            json!({"sessionId": theirs, "title": "mine now"}),
+            json!({"sessionId": MADE_UP, "title": "mine now"}),
+        ),
+        (
+            M.session_archive,
+            json!({"sessionId": theirs}),
+            json!({"sessionId": MADE_UP}),
+        ),
+        (
+            M.session_unarchive,
+            json!({"sessionId": theirs}),
+            json!({"sessionId": MADE_UP}),
+        ),
+    ];
+    for (method, params, made_up) in cases {
+        let (answer, before) = bob.request(method, params).await;
+        assert_eq!(answer["error"]["code"], -32002, "{method}: {answer}");
+        assert!(before.is_empty(), "{method} sends nothing: {before:?}");
+        let (unknown, _) = bob.request(method, made_up).await;
+        assert_eq!(
+            shape(&answer, &theirs),
+            shape(&unknown, MADE_UP),
+            "{method}: as for an id nobody was given"
+        );
+        assert_eq!(
+            shape(&answer, &theirs),
+            shape(&loaded, &theirs),
+            "{method}: as `session/load` refuses it"
+        );
+    }
+    let kept = store.session(&SessionId::new(theirs.as_str())).await;
+    let kept = kept.unwrap().unwrap();
+    assert_eq!(kept.owner.as_deref(), Some("alice"));
+    assert_eq!(kept.title, None, "not retitled");
+    assert!(!kept.archived, "not archived");
+    let (list, _) = bob.request(M.session_list, json!({})).await;
+    assert_eq!(listed(&list).len(), 1, "no fork of hers is his: {list}");
+}

@@ -89,16 +89,28 @@ impl Answer for schema::ListSessionsResponse {
             .sessions
             .into_iter()
             .map(|session| {
-                t::SessionInfo::new(session.session_id.0, session.cwd)
-                    .additional_directories(session.additional_directories)
-                    .title(session.title)
-                    .updated_at(session.updated_at)
-                    .meta(session.meta)
+                let info = t::SessionInfo::new(session.session_id.0.clone(), session.cwd.clone())
+                    .additional_directories(session.additional_directories.clone())
+                    .title(session.title.clone())
+                    .updated_at(session.updated_at.clone())
+                    .meta(session.meta.clone());
+                archived(info, &session)
             })
             .collect();
         t::ListSessionsResponse::new(sessions)
             .next_cursor(self.next_cursor.map(t::SessionListCursor::from))
             .meta(self.meta)
+    }
+}
+
+/// `info` with `session`'s archived flag when `session/archive` is compiled in.
+fn archived(info: t::SessionInfo, session: &schema::SessionInfo) -> t::SessionInfo {
+    #[cfg(feature = "unstable-session-archive")]
+    return info.archived(session.archived);
+    #[cfg(not(feature = "unstable-session-archive"))]
+    {
+        let _ = session;
+        info
     }
 }
 
@@ -131,5 +143,73 @@ impl Answer for schema::LogoutResponse {
     type V2 = t::LogoutAuthResponse;
     fn into_v2(self) -> Self::V2 {
         t::LogoutAuthResponse::new().meta(self.meta)
+    }
+}
+
+/// `session/fork` (v1 only for now: no v2 connection routes it).
+#[cfg(feature = "unstable-session-fork")]
+impl Answer for schema::ForkSessionResponse {
+    type V2 = t::ForkSessionResponse;
+    fn into_v2(self) -> Self::V2 {
+        t::ForkSessionResponse::new(self.session_id.0)
+            .config_options(options(self.config_options))
+            .meta(self.meta)
+    }
+}
+
+/// `session/status` (its foreground state, which only v2 has, is added by its handler).
+#[cfg(feature = "unstable-session-status")]
+impl Answer for schema::SessionStatusResponse {
+    type V2 = t::SessionStatusResponse;
+    fn into_v2(self) -> Self::V2 {
+        let status = match self.status {
+            schema::SessionStatus::Open => t::SessionStatus::Open,
+            schema::SessionStatus::Saved => t::SessionStatus::Saved,
+            other => t::SessionStatus::Other(
+                serde_json::to_value(&other)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+            ),
+        };
+        t::SessionStatusResponse::new(status).meta(self.meta)
+    }
+}
+
+/// `session/set_title`.
+#[cfg(feature = "unstable-session-set-title")]
+impl Answer for schema::SetSessionTitleResponse {
+    type V2 = t::SetSessionTitleResponse;
+    fn into_v2(self) -> Self::V2 {
+        t::SetSessionTitleResponse::new(self.title).meta(self.meta)
+    }
+}
+
+/// `session/archive`.
+#[cfg(feature = "unstable-session-archive")]
+impl Answer for schema::ArchiveSessionResponse {
+    type V2 = t::ArchiveSessionResponse;
+    fn into_v2(self) -> Self::V2 {
+        t::ArchiveSessionResponse::new().meta(self.meta)
+    }
+}
+
+/// `session/unarchive`.
+#[cfg(feature = "unstable-session-archive")]
+impl Answer for schema::UnarchiveSessionResponse {
+    type V2 = t::UnarchiveSessionResponse;
+    fn into_v2(self) -> Self::V2 {
+        t::UnarchiveSessionResponse::new().meta(self.meta)
+    }
+}
+
+/// `session/options` (v1 only for now: no v2 connection routes it).
+#[cfg(feature = "unstable-session-options")]
+impl Answer for schema::SessionOptionsResponse {
+    type V2 = t::SessionOptionsResponse;
+    fn into_v2(self) -> Self::V2 {
+        t::SessionOptionsResponse::new()
+            .config_options(options(self.config_options))
+            .meta(self.meta)
     }
 }

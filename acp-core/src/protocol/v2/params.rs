@@ -196,10 +196,19 @@ pub(crate) fn logout(req: t::LogoutAuthRequest) -> Result<schema::LogoutRequest,
 pub(crate) fn list_sessions(
     req: t::ListSessionsRequest,
 ) -> Result<schema::ListSessionsRequest, schema::Error> {
-    Ok(schema::ListSessionsRequest::new()
+    let list = schema::ListSessionsRequest::new()
         .cwd(req.cwd.map(|cwd| cwd.0))
         .cursor(req.cursor.map(|cursor| cursor.0.to_string()))
-        .meta(req.meta))
+        .meta(req.meta);
+    // The same values in both versions.
+    #[cfg(feature = "unstable-session-archive")]
+    let list = list.archived(
+        req.archived
+            .map(|a| same_shape(&a))
+            .transpose()
+            .map_err(|e| invalid(methods::SESSION_LIST, "archived", e))?,
+    );
+    Ok(list)
 }
 
 /// `session/close`.

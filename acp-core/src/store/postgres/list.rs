@@ -1,6 +1,6 @@
 //! `list` of [`PostgresStore`](super::PostgresStore): like SQLite's (see `sqlite/list.rs`),
 //! one page of sessions in the order of their touches as of the listing's snapshot, the
-//! filters (cwd, owner) in the queries themselves so that a page holds `limit` sessions of
+//! filters (cwd, owner, archived) in the queries themselves so that a page holds `limit` sessions of
 //! the filter whatever the others are. Each combination of filters is its own statement,
 //! prepared once per connection.
 
@@ -16,16 +16,16 @@ use crate::error::Result;
 use crate::store::{ListCursor, ListFilter, Page, cwd_key, page_of};
 
 /// The metadata columns of `acp_sessions s`, as `session_of` reads them (then the position).
-const COLUMNS: &str =
-    "s.id, s.cwd, s.additional_directories, s.title, s.created_at, s.updated_at, s.owner";
+const COLUMNS: &str = "s.id, s.cwd, s.additional_directories, s.title, s.created_at, s.updated_at, s.owner, s.archived";
 
 /// The column of a row's position, after [`COLUMNS`].
-const POSITION: usize = 7;
+const POSITION: usize = 8;
 
 /// A listing's filters as the queries' parameters (`$4` on).
 pub(super) struct Filter {
     cwd_key: Option<String>,
     owner: Option<String>,
+    archived: Option<bool>,
 }
 
 impl Filter {
@@ -38,22 +38,25 @@ impl Filter {
         Some(Filter {
             cwd_key,
             owner: filter.owner.map(str::to_owned),
+            archived: filter.archived,
         })
     }
 
     /// Which of the [`STATEMENTS`] this filter uses.
     fn index(&self) -> usize {
-        usize::from(self.cwd_key.is_some()) | usize::from(self.owner.is_some()) << 1
+        usize::from(self.cwd_key.is_some())
+            | usize::from(self.owner.is_some()) << 1
+            | usize::from(self.archived.is_some()) << 2
     }
 }
 
 /// The `unchanged` and `touched` queries (see `sqlite/list.rs`) of each combination of
 /// filters, by [`Filter::index`].
-static STATEMENTS: LazyLock<[(String, String); 4]> = LazyLock::new(|| {
+static STATEMENTS: LazyLock<[(String, String); 8]> = LazyLock::new(|| {
     std::array::from_fn(|index| {
         let mut conditions = String::new();
         let mut next = 4;
-        for (bit, column) in [(1, "cwd_key"), (2, "owner")] {
+        for (bit, column) in [(1, "cwd_key"), (2, "owner"), (4, "archived")] {
             if index & bit != 0 {
                 conditions += &format!(" AND s.{column} = ${next}");
                 next += 1;
@@ -104,6 +107,7 @@ pub(super) async fn list(
     let mut params: Vec<&(dyn ToSql + Sync)> = vec![&snapshot, &position, &wanted];
     params.extend(filter.cwd_key.as_ref().map(|v| v as &(dyn ToSql + Sync)));
     params.extend(filter.owner.as_ref().map(|v| v as &(dyn ToSql + Sync)));
+    params.extend(filter.archived.as_ref().map(|v| v as &(dyn ToSql + Sync)));
     let (unchanged, touched) =
         futures_util::future::try_join(tx.query(&unchanged, &params), tx.query(&touched, &params))
             .await

@@ -36,7 +36,7 @@ impl Counters {
 }
 
 /// A session's metadata from a row of `id, cwd, additional_directories, title, created_at,
-/// updated_at, owner` (first).
+/// updated_at, owner, archived` (first).
 pub(super) fn session_of(row: &Row) -> Result<StoredSession> {
     let id: String = row.try_get(0).db()?;
     let dirs: String = row.try_get(2).db()?;
@@ -54,6 +54,7 @@ pub(super) fn session_of(row: &Row) -> Result<StoredSession> {
         created_at: row.try_get(4).db()?,
         updated_at: row.try_get(5).db()?,
         owner: row.try_get(6).db()?,
+        archived: row.try_get(7).db()?,
     })
 }
 
@@ -208,6 +209,7 @@ struct Saved {
     title: Option<String>,
     created_at: String,
     owner: Option<String>,
+    archived: bool,
 }
 
 impl Saved {
@@ -225,6 +227,7 @@ impl Saved {
             title: session.title.clone(),
             created_at: session.created_at.clone(),
             owner: session.owner.clone(),
+            archived: session.archived,
         })
     }
 }
@@ -284,6 +287,7 @@ async fn save_session(conn: &mut Conn, s: Saved) -> Result<()> {
                         &updated_at,
                         &touch,
                         &s.owner,
+                        &s.archived,
                     ],
                 )
                 .await
@@ -504,6 +508,33 @@ impl SessionStore for PostgresStore {
         title: Option<&'a str>,
     ) -> BoxFuture<'a, Result<()>> {
         run!(self, |conn| set_title(conn, id, title))
+    }
+
+    fn set_archived<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        archived: bool,
+    ) -> BoxFuture<'a, Result<()>> {
+        run!(self, |conn| async {
+            let [set] = conn.prepare([SET_ARCHIVED]).await?;
+            match conn
+                .client
+                .execute(&set, &[&&*id.0, &archived])
+                .await
+                .db()?
+            {
+                0 => Err(unknown_session(id)),
+                _ => Ok(()),
+            }
+        })
+    }
+
+    fn leased<'a>(&'a self, id: &'a schema::SessionId) -> BoxFuture<'a, Result<bool>> {
+        run!(self, |conn| async {
+            let [leased] = conn.prepare([LEASED]).await?;
+            let row = conn.client.query_opt(&leased, &[&&*id.0]).await.db()?;
+            Ok(row.is_some())
+        })
     }
 
     fn acquire_lease<'a>(

@@ -23,10 +23,16 @@ pub(super) const FIND: &str =
     "SELECT pk, updated_at FROM acp_sessions WHERE id = $1 FOR NO KEY UPDATE";
 pub(super) const FIND_MANY: &str = "SELECT pk, id, updated_at FROM acp_sessions WHERE id = ANY($1) \
      ORDER BY pk FOR NO KEY UPDATE";
-/// A new session, with its owner (never changed after: `UPDATE_SESSION` keeps it).
+/// A new session, with its owner and archived flag (never changed after: `UPDATE_SESSION`
+/// keeps them).
 pub(super) const INSERT_SESSION: &str = "INSERT INTO acp_sessions (id, cwd, cwd_key, \
-     additional_directories, title, created_at, updated_at, touch, owner) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING pk";
+     additional_directories, title, created_at, updated_at, touch, owner, archived) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING pk";
+/// Sets session `$1`'s archived flag (no row: no such session).
+pub(super) const SET_ARCHIVED: &str = "UPDATE acp_sessions SET archived = $2 WHERE id = $1";
+/// A row when session `$1`'s lease is held and has not expired.
+pub(super) const LEASED: &str =
+    "SELECT 1 FROM acp_leases WHERE session = $1 AND expires_at > now()";
 pub(super) const UPDATE_SESSION: &str = "UPDATE acp_sessions SET cwd = $2, cwd_key = $3, \
      additional_directories = $4, title = $5, updated_at = $6, touch = $7 WHERE pk = $1";
 pub(super) const SET_TITLE: &str =
@@ -47,7 +53,7 @@ pub(super) const READ_RECORDS: &str = "SELECT cursor, count, records FROM acp_re
      WHERE session = (SELECT pk FROM acp_sessions WHERE id = $1) AND cursor > $2 \
      ORDER BY cursor LIMIT $3";
 pub(super) const SESSION: &str = "SELECT id, cwd, additional_directories, title, \
-     created_at, updated_at, owner FROM acp_sessions WHERE id = $1";
+     created_at, updated_at, owner, archived FROM acp_sessions WHERE id = $1";
 pub(super) const LATEST: &str = "SELECT touch FROM acp_counters WHERE id = 1";
 /// Deletes the session (the rest cascades) and its lease, in one statement.
 pub(super) const DELETE: &str = "WITH lease AS (DELETE FROM acp_leases WHERE session = $1) \

@@ -36,6 +36,10 @@ pub(super) fn list(
         values.push(Value::Text(owner.to_owned()));
         conditions += &format!(" AND s.owner = ?{}", values.len() + 3);
     }
+    if let Some(archived) = filter.archived {
+        values.push(Value::Integer(i64::from(archived)));
+        conditions += &format!(" AND s.archived = ?{}", values.len() + 3);
+    }
     store.run(move |conn| {
         // One read transaction: every query sees the same snapshot of the file.
         let tx = conn.transaction().db()?;

@@ -15,8 +15,7 @@ use crate::store::{
 };
 
 /// The metadata columns of `sessions`, as [`SessionRow::read`] reads them.
-pub(super) const COLUMNS: &str =
-    "s.id, s.cwd, s.additional_directories, s.title, s.created_at, s.updated_at, s.owner";
+pub(super) const COLUMNS: &str = "s.id, s.cwd, s.additional_directories, s.title, s.created_at, s.updated_at, s.owner, s.archived";
 
 /// How many rows `recent` holds before they move to `settled` in one sorted insert (see the
 /// schema in `sqlite.rs`). Reading a session's rows scans `recent` (about 20 bytes a row: 640
@@ -93,11 +92,12 @@ pub(super) struct SessionRow {
     created_at: String,
     updated_at: String,
     owner: Option<String>,
+    archived: bool,
 }
 
 impl SessionRow {
     /// The columns [`COLUMNS`] names, in its order (the next column is the query's own).
-    pub(super) const LEN: usize = 7;
+    pub(super) const LEN: usize = 8;
 
     pub(super) fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
         Ok(SessionRow {
@@ -108,6 +108,7 @@ impl SessionRow {
             created_at: row.get(4)?,
             updated_at: row.get(5)?,
             owner: row.get(6)?,
+            archived: row.get(7)?,
         })
     }
 
@@ -127,6 +128,7 @@ impl SessionRow {
             updated_at: self.updated_at,
             created_at: self.created_at,
             owner: self.owner,
+            archived: self.archived,
         })
     }
 }
@@ -233,9 +235,10 @@ impl SessionStore for SqliteStore {
                 session.title.clone(),
                 session.created_at.clone(),
                 session.owner.clone(),
+                session.archived,
             ))
         })();
-        let Ok((id, cwd, key, dirs, title, created_at, owner)) = prepared else {
+        let Ok((id, cwd, key, dirs, title, created_at, owner, archived)) = prepared else {
             return Box::pin(std::future::ready(prepared.map(drop)));
         };
         self.run(move |conn| {
@@ -251,14 +254,15 @@ impl SessionStore for SqliteStore {
                     } else {
                         created_at
                     };
-                    // The owner is the first save's: later saves keep it.
+                    // The owner and the archived flag are the first save's: later saves
+                    // keep them.
                     tx.prepare_cached(
                         "INSERT INTO sessions (id, cwd, cwd_key, additional_directories, \
-                         created_at, updated_at, touch, owner) \
-                         VALUES (?1, '', '', '[]', ?2, ?3, 0, ?4)",
+                         created_at, updated_at, touch, owner, archived) \
+                         VALUES (?1, '', '', '[]', ?2, ?3, 0, ?4, ?5)",
                     )
                     .db()?
-                    .execute(params![id, created_at, updated_at, owner])
+                    .execute(params![id, created_at, updated_at, owner, archived])
                     .db()?;
                     (tx.last_insert_rowid(), updated_at)
                 }
@@ -448,6 +452,25 @@ impl SessionStore for SqliteStore {
                 });
             if let Err(e) = vacuum {
                 tracing::debug!("session store: incremental vacuum failed: {e}");
+            }
+            Ok(())
+        })
+    }
+
+    fn set_archived<'a>(
+        &'a self,
+        id: &'a schema::SessionId,
+        archived: bool,
+    ) -> BoxFuture<'a, Result<()>> {
+        let sid = id.clone();
+        self.run(move |conn| {
+            let changed = conn
+                .prepare_cached("UPDATE sessions SET archived = ?2 WHERE id = ?1")
+                .db()?
+                .execute(params![sid.0.as_ref(), archived])
+                .db()?;
+            if changed == 0 {
+                return Err(unknown_session(&sid));
             }
             Ok(())
         })
