@@ -23,7 +23,7 @@ mod mcp;
 pub(crate) mod model;
 #[path = "../../examples/modes.rs"]
 #[allow(dead_code)]
-mod modes;
+pub(crate) mod modes;
 #[path = "../../examples/planner.rs"]
 #[allow(dead_code)]
 mod planner;

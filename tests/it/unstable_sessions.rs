@@ -314,3 +314,68 @@ async fn suggestions_go_only_to_a_client_that_shows_them_on_both_versions() {
         assert!(frames.is_empty(), "v{version}: {frames:?}");
     }
 }
+
+/// `configOptions` on `session/new` (advertised with `session/options`): applied in order as
+/// `session/set_config_option` would, quietly (the answer carries them), an unknown option or
+/// a value the option does not allow ignored, an option given twice refused with `-32602`.
+async fn initial_config_values_are_applied_quietly(protocol: u16) {
+    let client = TestClient::builder()
+        .protocol(protocol)
+        .connect(crate::examples::modes::Modes)
+        .await
+        .unwrap();
+    let entry = |id: &str, value: &str| match protocol {
+        1 => json!({"configId": id, "value": value}),
+        _ => json!({"configId": id, "type": "id", "value": value}),
+    };
+    let new = |entries: Vec<Value>| json!({"cwd": "/workspace", "mcpServers": [], "configOptions": entries});
+    let answer = client
+        .request(
+            M.session_new,
+            new(vec![
+                entry("nope", "x"),
+                entry("mode", "code"),
+                entry("tone", "no-such-tone"),
+            ]),
+        )
+        .await
+        .unwrap();
+    let current: Vec<(String, Value)> = answer["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let id = o.get("configId").or_else(|| o.get("id")).unwrap();
+            (id.as_str().unwrap().to_owned(), o["currentValue"].clone())
+        })
+        .collect();
+    assert_eq!(
+        current,
+        [
+            ("mode".to_owned(), json!("code")),
+            ("tone".to_owned(), json!("plain"))
+        ],
+        "{answer}"
+    );
+    let updates: Vec<_> = client
+        .transcript()
+        .iter()
+        .filter_map(|f| {
+            f.message["params"]["update"]["sessionUpdate"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .filter(|k| k == "config_option_update" || k == "current_mode_update")
+        .collect();
+    assert!(updates.is_empty(), "{updates:?}");
+    let twice = client
+        .request(
+            M.session_new,
+            new(vec![entry("mode", "code"), entry("mode", "ask")]),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code(twice), -32602);
+}
+
+acp::testing::on_both_versions!(initial_config_values_are_applied_quietly);

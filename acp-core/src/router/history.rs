@@ -15,7 +15,7 @@ use crate::agent::{Agent, SessionSetup};
 use crate::peer::Frame;
 use crate::protocol::methods;
 use crate::schema::{self, Meta, RequestId, SessionId};
-use crate::session::config::STORE_KEY;
+use crate::session::config::{InitialOptions, STORE_KEY};
 use crate::session::roots::Roots;
 use crate::session::{Connection, Request, Session, SessionState};
 use crate::store::{ListFilter, Record, SessionStore, StoredSession};
@@ -96,6 +96,8 @@ pub(super) struct Reopen {
     pub meta: Option<Meta>,
     /// The editor's system prompt, checked; none keeps the session's.
     pub system_prompt: Option<schema::SystemPrompt>,
+    /// The initial config option values the request carries, checked.
+    pub initial: InitialOptions,
     /// Replay the conversation (`load`) or not (`resume`).
     pub replay: bool,
 }
@@ -224,6 +226,7 @@ pub(super) async fn reopened<A: Agent>(
         } else {
             agent.new_session(&cx).await
         };
+        cx.apply_initial_options(req.initial).await;
         let opened = (state, session.title);
         match reply {
             Reply::Load => {
@@ -268,7 +271,9 @@ pub(super) fn resume<A: Agent>(
     let roots = r.conn.roots(req.cwd, req.additional_directories)?;
     let system_prompt =
         super::open::system_prompt(&*r.agent, methods::SESSION_RESUME, req.system_prompt)?;
+    let initial = initial_options!(methods::SESSION_RESUME, req);
     let reopen_ = Reopen {
+        initial,
         session_id: req.session_id,
         roots,
         mcp_servers: req.mcp_servers,

@@ -4,6 +4,20 @@
 //! (it does not advertise it), is answered `-32601`, before `initialize` too; a method it
 //! answers, but `initialize`, is answered `-32600` before `initialize`.
 
+/// The initial config option values (`configOptions`, Unstable) of `$req`, a request of
+/// `$method` that opens a session, checked (`-32602` for an option given twice); none without
+/// feature `unstable-session-options`, where requests have no such field.
+macro_rules! initial_options {
+    ($method:expr, $req:ident) => {{
+        #[cfg(feature = "unstable-session-options")]
+        let initial =
+            crate::session::config::InitialOptions::checked($method, $req.config_options)?;
+        #[cfg(not(feature = "unstable-session-options"))]
+        let initial = crate::session::config::InitialOptions::default();
+        initial
+    }};
+}
+
 mod auth;
 
 #[cfg(feature = "testing")]

@@ -27,6 +27,7 @@ pub(super) fn new_session<A: Agent>(
     let req: schema::NewSessionRequest = params(methods::SESSION_NEW, raw)?;
     let roots = r.conn.roots(req.cwd, req.additional_directories)?;
     let system_prompt = system_prompt(&*r.agent, methods::SESSION_NEW, req.system_prompt)?;
+    let initial = initial_options!(methods::SESSION_NEW, req);
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
     Ok(Box::pin(async move {
         if let Err(e) = authenticated(&*agent, &conn).await {
@@ -38,6 +39,7 @@ pub(super) fn new_session<A: Agent>(
         let cx = Session::new(state.clone(), None).handling(request);
         cx.set_system_prompt(system_prompt);
         let setup = agent.new_session(&cx).await;
+        cx.apply_initial_options(initial).await;
         open_session(&*agent, &conn, &id, (state, None), setup, |o| {
             schema::NewSessionResponse::new(o.id)
                 .modes(o.modes)
@@ -57,6 +59,7 @@ pub(super) fn load_session<A: Agent>(
     super::not_a_live_subagent(&r.conn, &req.session_id, methods::SESSION_LOAD)?;
     let roots = r.conn.roots(req.cwd, req.additional_directories)?;
     let system_prompt = system_prompt(&*r.agent, methods::SESSION_LOAD, req.system_prompt)?;
+    let initial = initial_options!(methods::SESSION_LOAD, req);
     if r.store().is_some() {
         let reopen = history::Reopen {
             session_id: req.session_id,
@@ -64,6 +67,7 @@ pub(super) fn load_session<A: Agent>(
             mcp_servers: req.mcp_servers,
             meta: req.meta,
             system_prompt,
+            initial,
             replay: true,
         };
         return Ok(history::reopen(r, id, reopen));
@@ -82,6 +86,7 @@ pub(super) fn load_session<A: Agent>(
         let cx = Session::new(state.clone(), None).handling(Request::new(req.meta));
         cx.set_system_prompt(system_prompt);
         let setup = agent.load_session(&cx).await;
+        cx.apply_initial_options(initial).await;
         open_session(&*agent, &conn, &id, (state, None), setup, |o| {
             schema::LoadSessionResponse::new()
                 .modes(o.modes)

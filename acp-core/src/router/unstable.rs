@@ -79,6 +79,7 @@ pub(super) fn fork<A: Agent>(
     let roots = r.conn.roots(req.cwd, req.additional_directories)?;
     let system_prompt =
         super::open::system_prompt(&*r.agent, methods::SESSION_FORK, req.system_prompt)?;
+    let initial = initial_options!(methods::SESSION_FORK, req);
     let (agent, conn) = (r.agent.clone(), r.conn.clone());
     let Some(store) = r.store().cloned() else {
         return Err(schema::Error::session_not_found(req.session_id));
@@ -110,6 +111,7 @@ pub(super) fn fork<A: Agent>(
             mcp_servers: req.mcp_servers,
             meta: req.meta,
             system_prompt,
+            initial,
             replay: false,
         };
         super::history::reopened(agent, conn, store, id, reopen, super::history::Reply::Fork).await;

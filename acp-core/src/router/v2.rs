@@ -306,6 +306,7 @@ pub(super) fn resume<A: Agent>(
     }
     let (req, replay) = v2::params::resume_session(req)?;
     super::not_a_live_subagent(&r.conn, &req.session_id, methods::SESSION_RESUME)?;
+    let initial = initial_options!(methods::SESSION_RESUME, req);
     let roots = r.conn.roots(req.cwd, req.additional_directories)?;
     let system_prompt =
         super::open::system_prompt(&*r.agent, methods::SESSION_RESUME, req.system_prompt)?;
@@ -318,6 +319,7 @@ pub(super) fn resume<A: Agent>(
             mcp_servers: req.mcp_servers,
             meta: req.meta,
             system_prompt,
+            initial,
             replay,
         },
     ))

@@ -159,6 +159,38 @@ pub(crate) enum Notify {
     ModeOnly,
     /// Only `config_option_update` (the client set it with `session/set_mode`).
     OptionsOnly,
+    /// Nothing (initial values, answered with the session's setup).
+    #[cfg_attr(not(feature = "unstable-session-options"), allow(dead_code))]
+    Nothing,
+}
+
+/// The initial config option values a request that opens a session carries (`configOptions`;
+/// Unstable, feature `unstable-session-options`): checked when the request is read, applied
+/// once the session is set up ([`Session::apply_initial_options`]).
+#[derive(Debug, Default)]
+pub(crate) struct InitialOptions(
+    #[cfg(feature = "unstable-session-options")] Vec<schema::InitialSessionConfigOption>,
+);
+
+#[cfg(feature = "unstable-session-options")]
+impl InitialOptions {
+    /// The entries of a `method` request, or `-32602` for two entries of one option.
+    pub fn checked(
+        method: &str,
+        entries: Vec<schema::InitialSessionConfigOption>,
+    ) -> std::result::Result<Self, schema::Error> {
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = entries.iter().find(|e| !seen.insert(e.config_id.0.clone())) {
+            return Err(schema::Error::new(
+                schema::ErrorCode::InvalidParams.into(),
+                format!(
+                    "{method}: `configOptions` sets `{}` twice; give each option once",
+                    twice.config_id
+                ),
+            ));
+        }
+        Ok(InitialOptions(entries))
+    }
 }
 
 impl Session {
@@ -242,6 +274,7 @@ impl Session {
             Notify::Both => (is_mode, true),
             Notify::ModeOnly => (is_mode, false),
             Notify::OptionsOnly => (false, true),
+            Notify::Nothing => (false, false),
         };
         if mode && let ConfigValue::Choice(id) = value {
             self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(id)))
@@ -270,6 +303,37 @@ impl Session {
         if let Err(e) = store.put_state(self.id(), STORE_KEY, &saved).await {
             tracing::warn!(session = %self.id(), "could not save the session's settings: {e}");
         }
+    }
+
+    /// Applies the initial values a request that opened the session carried, in order, as
+    /// `session/set_config_option` would but quietly (no update: the answer carries them),
+    /// ignoring an unknown option or a value it does not allow, as the protocol says.
+    pub(crate) async fn apply_initial_options(&self, initial: InitialOptions) {
+        #[cfg(feature = "unstable-session-options")]
+        {
+            let settings = self.settings();
+            let client = self.client_capabilities();
+            for entry in initial.0 {
+                let id = &entry.config_id.0;
+                let Some(spec) = settings
+                    .all()
+                    .find(|s| s.id == &**id && s.offered_to(client))
+                else {
+                    tracing::debug!(option = %id, "ignored an initial value of an unknown option");
+                    continue;
+                };
+                let Ok(value) = spec.parse(&entry.value) else {
+                    tracing::debug!(option = %id, "ignored an initial value the option does not allow");
+                    continue;
+                };
+                let index = settings.index_of(id).unwrap_or_default();
+                let _ = self
+                    .apply_setting(&settings, index, value, Notify::Nothing)
+                    .await;
+            }
+        }
+        #[cfg(not(feature = "unstable-session-options"))]
+        let InitialOptions() = initial;
     }
 
     /// Applies the client's `session/set_config_option`: the option must be one offered to

@@ -97,11 +97,14 @@ pub(crate) fn new_session(
     req: t::NewSessionRequest,
 ) -> Result<schema::NewSessionRequest, schema::Error> {
     const METHOD: &str = methods::SESSION_NEW;
-    Ok(schema::NewSessionRequest::new(req.cwd.0)
+    let new = schema::NewSessionRequest::new(req.cwd.0)
         .additional_directories(paths(req.additional_directories))
         .mcp_servers(mcp_servers(METHOD, req.mcp_servers)?)
         .system_prompt(system_prompt(METHOD, req.system_prompt)?)
-        .meta(req.meta))
+        .meta(req.meta);
+    #[cfg(feature = "unstable-session-options")]
+    let new = new.config_options(initial_options(METHOD, req.config_options)?);
+    Ok(new)
 }
 
 /// `session/resume`, and whether its `replayFrom` asks for the conversation replayed (from
@@ -129,14 +132,17 @@ pub(crate) fn resume_session(
         .mcp_servers(mcp_servers(METHOD, req.mcp_servers)?)
         .system_prompt(system_prompt(METHOD, req.system_prompt)?)
         .meta(req.meta);
+    #[cfg(feature = "unstable-session-options")]
+    let resume = resume.config_options(initial_options(METHOD, req.config_options)?);
     Ok((resume, replay))
 }
 
-/// `session/set_config_option`: v2 tags a value id `type: "id"`, v1 leaves it untagged.
-pub(crate) fn set_config_option(
-    req: t::SetSessionConfigOptionRequest,
-) -> Result<schema::SetSessionConfigOptionRequest, schema::Error> {
-    let value = match req.value {
+/// A config option's value: v2 tags a value id `type: "id"`, v1 leaves it untagged.
+fn config_value(
+    method: &str,
+    value: t::SessionConfigOptionValue,
+) -> Result<schema::SessionConfigOptionValue, schema::Error> {
+    Ok(match value {
         t::SessionConfigOptionValue::Id { value } => {
             schema::SessionConfigOptionValue::value_id(value.0)
         }
@@ -145,7 +151,7 @@ pub(crate) fn set_config_option(
         }
         other => {
             return Err(invalid(
-                methods::SESSION_SET_CONFIG_OPTION,
+                method,
                 "type",
                 format_args!(
                     "a config option's value is `id` or `boolean`, not {}",
@@ -153,7 +159,29 @@ pub(crate) fn set_config_option(
                 ),
             ));
         }
-    };
+    })
+}
+
+/// The initial config option values of a request that opens a session (Unstable).
+#[cfg(feature = "unstable-session-options")]
+fn initial_options(
+    method: &str,
+    entries: Vec<t::InitialSessionConfigOption>,
+) -> Result<Vec<schema::InitialSessionConfigOption>, schema::Error> {
+    entries
+        .into_iter()
+        .map(|entry| {
+            let value = config_value(method, entry.value)?;
+            Ok(schema::InitialSessionConfigOption::new(entry.config_id.0, value).meta(entry.meta))
+        })
+        .collect()
+}
+
+/// `session/set_config_option`.
+pub(crate) fn set_config_option(
+    req: t::SetSessionConfigOptionRequest,
+) -> Result<schema::SetSessionConfigOptionRequest, schema::Error> {
+    let value = config_value(methods::SESSION_SET_CONFIG_OPTION, req.value)?;
     Ok(
         schema::SetSessionConfigOptionRequest::new(req.session_id.0, req.config_id.0, value)
             .meta(req.meta),
