@@ -55,6 +55,8 @@ macro_rules! contract {
     };
 }
 
+/// The archived flag and copies (the Unstable session methods).
+mod store_archive;
 /// A session's owner: kept, and listed by.
 mod store_owner;
 /// What only the PostgreSQL store promises: replicas sharing one database, leases.
@@ -62,6 +64,7 @@ mod store_owner;
 mod store_pg;
 /// `$ACP_DATABASE_URL`: the store of an agent that chose none, in a child process.
 mod store_url;
+use store_archive::*;
 use store_owner::*;
 
 contract!(
@@ -82,6 +85,8 @@ contract!(
     the_owner_is_kept_from_the_first_save,
     list_filters_on_owner_and_pages_exactly_under_the_filter,
     an_owners_listing_is_stable_under_concurrent_changes,
+    the_archived_flag_is_set_kept_and_filtered_on,
+    a_copy_has_the_records_and_state_and_then_its_own,
 );
 
 fn sid(id: &str) -> SessionId {
