@@ -12,6 +12,13 @@
 //! - **tools** that need the editor's terminal or files (`requires(...)`);
 //! - **elicitation**: `/ask` asks the user to fill in a form derived from a type;
 //! - the session's **title** and **context usage** (`/title`, `/usage`);
+//! - the editor's **system prompt** (`system_prompt` in `#[acp::agent]`, read with
+//!   `cx.system_prompt()`: `/instructions`);
+//! - a **Markdown plan** with its file (`/plan`), a **notice** (`/notice`), a **context
+//!   compaction** (`/compact`), a **subagent** that runs in a child session (`/delegate`),
+//!   and **prompt suggestions** (`/suggest`, Unstable): one call each, which the runtime
+//!   shows each editor as it can (`plan_update` or a legacy checklist; a notice only where
+//!   notices are shown; a child session or text inside the tool call);
 //! - and, from the runtime with no code: session history (list, load, resume, close,
 //!   delete) and the editor's MCP servers (stdio, HTTP, SSE).
 //!
@@ -22,9 +29,10 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use acp::schema::{
-    AuthMethod, AuthMethodAgent, AuthMethodId, AuthMethodTerminal, Cost, UsageUpdate,
+    AuthMethod, AuthMethodAgent, AuthMethodId, AuthMethodTerminal, Cost, Notice, NoticeSeverity,
+    PromptSuggestion, UsageUpdate,
 };
-use acp::{Client, Elicited, Prompt, Session, StopReason};
+use acp::{Client, Elicited, Prompt, Session, StopReason, Subagent};
 
 /// How the agent works in this session.
 #[derive(acp::Modes, Clone, Copy, Default, Debug, PartialEq)]
@@ -88,7 +96,8 @@ pub struct Tour {
     title = "Tour",
     prompt(image, audio, embedded_context),
     modes = Mode,
-    config(Model, Brave)
+    config(Model, Brave),
+    system_prompt
 )]
 impl Tour {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
@@ -137,6 +146,67 @@ impl Tour {
     async fn usage(&self, cx: &Session) -> acp::Result<StopReason> {
         cx.usage(UsageUpdate::new(1_200, 200_000).cost(Cost::new(0.01, "USD")))
             .await?;
+        Ok(StopReason::EndTurn)
+    }
+
+    /// Show the editor's instructions for this session.
+    #[acp::command]
+    async fn instructions(&self, cx: &Session) -> acp::Result<StopReason> {
+        let said = cx
+            .instructions(None)
+            .unwrap_or_else(|| "No instructions from the editor.".into());
+        cx.message(said).await?;
+        Ok(StopReason::EndTurn)
+    }
+
+    /// Publish the tour's plan, kept in TOUR.md.
+    #[acp::command]
+    async fn plan(&self, cx: &Session) -> acp::Result<StopReason> {
+        let plan = "# Tour\n\n- [x] Modes and options\n- [x] Commands\n- [ ] Subagents\n";
+        cx.markdown_plan(plan, Some("TOUR.md".into())).await?;
+        Ok(StopReason::EndTurn)
+    }
+
+    /// Tell the user something outside the conversation.
+    #[acp::command]
+    async fn notice(&self, cx: &Session) -> acp::Result<StopReason> {
+        let notice = Notice::new(NoticeSeverity::Info, "The tour is half way through");
+        if !cx.notice(notice).await? {
+            cx.message("(this editor shows no notices)").await?;
+        }
+        Ok(StopReason::EndTurn)
+    }
+
+    /// Summarise the conversation so far.
+    #[acp::command]
+    async fn compact(&self, cx: &Session) -> acp::Result<StopReason> {
+        let compaction = cx.compaction().await?;
+        compaction.summary("The user is taking the tour.").await?;
+        compaction.completed().await?;
+        Ok(StopReason::EndTurn)
+    }
+
+    /// Hand a job to a guide that runs in a session of its own.
+    #[acp::command(hint = "what the guide should do")]
+    async fn delegate(&self, cx: &Session, job: String) -> acp::Result<StopReason> {
+        let guide = Subagent::new("Guide").instructions(job.clone());
+        let found = cx
+            .subagent(guide, |child| async move {
+                child.message(format!("Looking into: {job}\n")).await?;
+                Ok("the tour has 5 stops".to_owned())
+            })
+            .await?;
+        cx.message(format!("The guide says {found}.")).await?;
+        Ok(StopReason::EndTurn)
+    }
+
+    /// Offer the user a next prompt (Unstable: prompt suggestions).
+    #[acp::command]
+    async fn suggest(&self, cx: &Session) -> acp::Result<StopReason> {
+        let next = PromptSuggestion::new(vec!["/delegate count the stops".into()]);
+        if !cx.suggest(vec![next]).await? {
+            cx.message("(this editor shows no suggestions)").await?;
+        }
         Ok(StopReason::EndTurn)
     }
 

@@ -393,3 +393,121 @@ async fn a_saved_value_of_another_shape_starts_from_the_default() {
     })
     .await;
 }
+
+/// The `session/update`s of `frames` the agent wrote, as `(session, update)`, but those a load
+/// is not meant to replay: the commands (told anew by each opening), notices (live events, not
+/// history) and the user's own prompt (which the live client sent, and a load replays).
+fn history_of(frames: &[acp::testing::Frame]) -> Vec<(String, Value)> {
+    frames
+        .iter()
+        .filter(|f| f.direction == acp::testing::Direction::FromAgent)
+        .filter(|f| f.method() == Some(acp::schema::CLIENT_METHOD_NAMES.session_update))
+        .map(|f| {
+            let params = &f.message["params"];
+            (
+                params["sessionId"].as_str().unwrap().to_owned(),
+                params["update"].clone(),
+            )
+        })
+        .filter(|(_, u)| {
+            !matches!(
+                u["sessionUpdate"].as_str(),
+                Some("available_commands_update" | "notice" | "user_message_chunk")
+            )
+        })
+        .collect()
+}
+
+/// The tour agent, its sessions stored under `data`, for a client that shows subagents, plans,
+/// compactions and notices; signed in.
+async fn capable_tour(tour: &std::path::Path, data: &std::path::Path) -> TestClient {
+    let mut command = Command::new(tour);
+    command.env("ACP_DATA_DIR", data);
+    let client = TestClient::builder()
+        .subagents()
+        .plan()
+        .compaction()
+        .notices()
+        .spawn(command)
+        .await
+        .unwrap();
+    client
+        .request(
+            acp::schema::AGENT_METHOD_NAMES.authenticate,
+            json!({"methodId": "api-key"}),
+        )
+        .await
+        .unwrap();
+    client
+}
+
+/// A session with a Markdown plan, a subagent, a compaction and a notice, its agent killed
+/// with SIGKILL: a new process loads it with the frames the client was sent, each session's in
+/// the order it was sent (the subagent's own after its announcement), and without the notice.
+#[tokio::test]
+async fn a_session_with_a_subagent_a_compaction_and_a_plan_loads_after_a_kill() {
+    // Built first: the build is not the test's to time.
+    let tour = support::example_binary("tour");
+    within(async {
+        let data = tempfile::tempdir().unwrap();
+        let first = capable_tour(&tour, data.path()).await;
+        let session = first.new_session().await.unwrap();
+        for prompt in ["/plan", "/delegate count the stops", "/compact", "/notice"] {
+            let turn = session.prompt(prompt).await.unwrap();
+            assert_eq!(turn.stop_reason(), Some(acp::schema::StopReason::EndTurn));
+        }
+        let live = history_of(&first.transcript());
+        let kinds: Vec<&str> = live
+            .iter()
+            .map(|(_, u)| u["sessionUpdate"].as_str().unwrap())
+            .collect();
+        for kind in [
+            "plan_update",
+            "subagent_update",
+            "compaction_update",
+            "tool_call",
+        ] {
+            assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
+        }
+        assert!(
+            first
+                .transcript()
+                .iter()
+                .any(|f| f.message["params"]["update"]["sessionUpdate"] == "notice"),
+            "the notice was sent live"
+        );
+        let id = session.id().clone();
+        // Dropping the client kills the agent (SIGKILL): no orderly shutdown.
+        drop(session);
+        drop(first);
+
+        let second = capable_tour(&tour, data.path()).await;
+        second.load_session(&id).await.unwrap();
+        let replayed = history_of(&second.transcript());
+        // Each session's frames, in the order they were sent; the subagent's own all follow
+        // its announcement (a load replays one session's records after another's).
+        let of = |frames: &[(String, Value)], id: &str| -> Vec<Value> {
+            frames
+                .iter()
+                .filter(|(s, _)| s == id)
+                .map(|(_, u)| u.clone())
+                .collect()
+        };
+        let parent = id.to_string();
+        let child = live
+            .iter()
+            .find_map(|(_, u)| u["sessionId"].as_str().map(str::to_owned))
+            .expect("the subagent's id");
+        assert_eq!(of(&replayed, &parent), of(&live, &parent));
+        assert_eq!(of(&replayed, &child), of(&live, &child));
+        assert!(!of(&live, &child).is_empty());
+        assert_eq!(replayed.len(), live.len(), "nothing else replayed");
+        let announced = replayed
+            .iter()
+            .position(|(_, u)| u["sessionUpdate"] == "subagent_update")
+            .unwrap();
+        let first_of_child = replayed.iter().position(|(s, _)| *s == child).unwrap();
+        assert!(announced < first_of_child);
+    })
+    .await;
+}

@@ -103,7 +103,73 @@ async fn tour_works_once_signed_in_for_every_prompt_shape() {
     assert!(view.usage.is_some());
     assert_eq!(
         view.command_names(),
-        ["help", "title", "usage", "code", "ask"]
+        [
+            "help",
+            "title",
+            "usage",
+            "instructions",
+            "plan",
+            "notice",
+            "compact",
+            "delegate",
+            "suggest",
+            "code",
+            "ask"
+        ]
+    );
+    client.close().await.unwrap();
+}
+
+/// The calls of the protocol's latest wave, each in a line of the tour, to an editor that
+/// shows none of them: a legacy checklist for the Markdown plan, a message instead of the
+/// notice and the suggestion, nothing of the compaction, the subagent's work as text in its
+/// tool call; and the editor's system prompt read back.
+#[tokio::test]
+async fn tour_shows_each_new_call_to_an_editor_without_the_capabilities() {
+    let client = signed_in(TestClient::builder()).await;
+    let answer = client
+        .request(
+            acp::schema::AGENT_METHOD_NAMES.session_new,
+            json!({"cwd": "/workspace", "mcpServers": [], "systemPrompt": {
+                "mode": "append", "content": [{"type": "text", "text": "Be concise."}]
+            }}),
+        )
+        .await
+        .unwrap();
+    let session = client.session(&serde_json::from_value(answer["sessionId"].clone()).unwrap());
+    let said = |turn: acp::testing::Turn| turn.text();
+    assert_eq!(
+        said(session.run_command("instructions", "").await.unwrap()),
+        "Be concise."
+    );
+    let plan = session.run_command("plan", "").await.unwrap();
+    assert_eq!(plan.plans()[0].entries.len(), 3);
+    assert!(plan.plan_operations().is_empty());
+    assert_eq!(
+        said(session.run_command("notice", "").await.unwrap()),
+        "(this editor shows no notices)"
+    );
+    assert!(
+        session
+            .run_command("compact", "")
+            .await
+            .unwrap()
+            .updates()
+            .is_empty()
+    );
+    let delegated = session
+        .run_command("delegate", "count the stops")
+        .await
+        .unwrap();
+    assert_eq!(delegated.text(), "The guide says the tour has 5 stops.");
+    assert!(
+        delegated.tool_calls()[0]
+            .text()
+            .contains("Looking into: count the stops")
+    );
+    assert_eq!(
+        said(session.run_command("suggest", "").await.unwrap()),
+        "(this editor shows no suggestions)"
     );
     client.close().await.unwrap();
 }

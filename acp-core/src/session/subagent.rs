@@ -259,9 +259,11 @@ impl Session {
         conn.sessions().insert(state.clone());
 
         // Announced before any of its traffic, then shown in the parent's call.
-        let announced = SubagentUpdate::new(id.clone())
-            .title(subagent.title.clone())
-            .description(subagent.description.clone())
+        let mut announced = SubagentUpdate::new(id.clone()).title(subagent.title.clone());
+        if let Some(description) = &subagent.description {
+            announced = announced.description(description.clone());
+        }
+        let announced = announced
             .capabilities(
                 SubagentSessionCapabilities::new().cancel(SessionCancelCapabilities::new()),
             )
