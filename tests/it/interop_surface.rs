@@ -29,13 +29,15 @@ const SURFACE: support::InteropScript = support::InteropScript {
     target: examples_dir,
 };
 
-/// Modes, config options, slash commands, prompt content, message ids.
+/// Modes, config options, slash commands, the latest wave's fallbacks, prompt content,
+/// message ids.
 mod surface {
     crate::interop_scenarios!(super::SURFACE;
         initialize_advertises,
         modes,
         config_options,
         slash_commands,
+        latest_wave_fallbacks,
         prompt_content,
         message_ids,
     );

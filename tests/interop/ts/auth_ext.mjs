@@ -130,7 +130,7 @@ scenario(
       const created = await peer.newSession();
       c.equal(agentFramesBetween(peer, mark, created.request.seq).map(labelOf), [], "tour: agent frames answering the extension notifications");
       const help = await peer.prompt(created.sessionId, "/help");
-      c.equal(help.text, "Commands: /help, /title, /usage, /code, /ask (pinged 1 times)", "tour: /help after one _tour/ping (and one unknown notification)");
+      c.equal(help.text, "Commands: /help, /title, /usage, /instructions, /plan, /notice, /compact, /delegate, /suggest, /code, /ask (pinged 1 times)", "tour: /help after one _tour/ping (and one unknown notification)");
     });
 
     await fx.run("echo", {}, async (peer) => {

@@ -65,6 +65,12 @@ const TOUR_COMMANDS = [
   { name: "help", description: "List the commands." },
   { name: "title", description: "Name this session.", input: { hint: "the new title" } },
   { name: "usage", description: "Show the context meter." },
+  { name: "instructions", description: "Show the editor's instructions for this session." },
+  { name: "plan", description: "Publish the tour's plan, kept in TOUR.md." },
+  { name: "notice", description: "Tell the user something outside the conversation." },
+  { name: "compact", description: "Summarise the conversation so far." },
+  { name: "delegate", description: "Hand a job to a guide that runs in a session of its own.", input: { hint: "what the guide should do" } },
+  { name: "suggest", description: "Offer the user a next prompt (Unstable: prompt suggestions)." },
   { name: "code", description: "Switch to code mode." },
   { name: "ask", description: "Ask for feedback in a form." },
 ];
@@ -270,7 +276,7 @@ async function commandsAfterNew(c, peer, created, expected, who) {
 
 scenario(
   "slash_commands",
-  "tour: after the session/new answer (never before) an available_commands_update with its 5 commands; /title Hello -> session_info_update; /usage -> usage_update; /help lists them; /nope goes to the prompt as text; modes: its 4 commands, /echo hi there -> 'hi there'; echo: no commands, '/help' is text",
+  "tour: after the session/new answer (never before) an available_commands_update with its 11 commands; /title Hello -> session_info_update; /usage -> usage_update; /help lists them; /nope goes to the prompt as text; modes: its 4 commands, /echo hi there -> 'hi there'; echo: no commands, '/help' is text",
   async ({ fx, c }) => {
     await fx.run("tour", {}, async (peer) => {
       const created = await tourSession(peer);
@@ -285,7 +291,7 @@ scenario(
       same(c, updatesIn(usage.between), [{ sessionUpdate: "usage_update", used: 1200, size: 200000, cost: { amount: 0.01, currency: "USD" } }], "tour: the update of /usage");
       const help = await peer.prompt(sid, "/help");
       c.equal(help.labels, ["update agent_message_chunk", "answer end_turn"], "tour: frames of /help");
-      c.equal(help.text, "Commands: /help, /title, /usage, /code, /ask (pinged 0 times)", "tour: /help");
+      c.equal(help.text, "Commands: /help, /title, /usage, /instructions, /plan, /notice, /compact, /delegate, /suggest, /code, /ask (pinged 0 times)", "tour: /help");
       c.equal((await peer.prompt(sid, "/nope x")).text, "[Ask, Fast] /nope x (0 attachments)", "tour: an unknown command is a prompt");
       const lists = peer.tap.updates(sid).filter((u) => u.update.sessionUpdate === "available_commands_update");
       c.equal(lists.length, 1, "tour: available_commands_update frames for the session");
@@ -307,6 +313,37 @@ scenario(
       c.equal((await peer.prompt(sessionId, "/help")).text, "/help", "echo: '/help' is echoed as text");
       const lists = peer.tap.updates(sessionId).filter((u) => u.update.sessionUpdate === "available_commands_update");
       c.equal(lists.length, 0, "echo: available_commands_update frames");
+    });
+  },
+);
+
+scenario(
+  "latest_wave_fallbacks",
+  "tour's plan, notice, compaction, subagent and suggestions to this SDK's stable client, which advertises none of them: a legacy plan checklist (one entry per list item), a message instead of the notice and the suggestion, nothing of the compaction, and the subagent's work as text in its tool call, every frame on the one session the client knows and valid against the SDK's schema",
+  async ({ fx, c }) => {
+    await fx.run("tour", {}, async (peer) => {
+      const { sessionId: sid } = await tourSession(peer);
+      const plan = await peer.prompt(sid, "/plan");
+      c.equal(plan.labels, ["update plan", "answer end_turn"], "tour: frames of /plan");
+      same(c, updatesIn(plan.between, "plan")[0].entries.map((e) => [e.content, e.status]), [
+        ["Modes and options", "completed"],
+        ["Commands", "completed"],
+        ["Subagents", "pending"],
+      ], "tour: the Markdown plan as a checklist");
+      const notice = await peer.prompt(sid, "/notice");
+      c.equal(notice.text, "(this editor shows no notices)", "tour: /notice");
+      const compact = await peer.prompt(sid, "/compact");
+      c.equal(compact.labels, ["answer end_turn"], "tour: frames of /compact");
+      const delegate = await peer.prompt(sid, "/delegate count the stops");
+      c.equal(delegate.text, "The guide says the tour has 5 stops.", "tour: /delegate");
+      const shown = updatesIn(delegate.between).filter((u) => u.sessionUpdate.startsWith("tool_call"));
+      const last = shown[shown.length - 1];
+      c.equal(last.status, "completed", "tour: the subagent's tool call completes");
+      c.check(JSON.stringify(last.content).includes("Looking into: count the stops"), "tour: the subagent's work shows in its tool call");
+      const suggest = await peer.prompt(sid, "/suggest");
+      c.equal(suggest.text, "(this editor shows no suggestions)", "tour: /suggest");
+      const others = peer.tap.agentFrames().filter((f) => f.msg.params?.sessionId && f.msg.params.sessionId !== sid);
+      c.equal(others.length, 0, "tour: no frame names another session");
     });
   },
 );
