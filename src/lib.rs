@@ -95,9 +95,9 @@
 pub use acp_core::{
     Agent, Choice, Client, CommandInput, Compaction, ConfigKind, ConfigOption, ConfigSpec,
     ConfigValue, Elicited, Error, Fs, McpPermission, McpState, McpStatus, Modes, Persist,
-    Persisted, Prompt, Requirement, Result, SESSION_PLAN, Server, Session, SessionSetup, Settings,
-    Subagent, Terminal, Terminals, ToolCallBuilder, ToolCallGuard, ToolDef, ToolOutput,
-    in_tool_call, schema, serve, serve_main, serve_stdio,
+    PersistLog, Persisted, Prompt, Requirement, Result, SESSION_PLAN, Server, Session,
+    SessionSetup, Settings, Subagent, Terminal, Terminals, ToolCallBuilder, ToolCallGuard, ToolDef,
+    ToolOutput, in_tool_call, schema, serve, serve_main, serve_stdio,
 };
 
 #[cfg(feature = "http")]

@@ -114,7 +114,7 @@ pub use serve::{DEFAULT_DETACHED_TURNS, Server, serve, serve_stdio};
 pub use session::Elicited;
 pub use session::{
     Choice, Client, Compaction, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Fs, Modes,
-    Persist, Persisted, SESSION_PLAN, Session, Settings, Subagent, Terminal, Terminals,
+    Persist, PersistLog, Persisted, SESSION_PLAN, Session, Settings, Subagent, Terminal, Terminals,
     ToolCallBuilder, ToolCallGuard, in_tool_call,
 };
 pub use tools::{IntoToolOutput, Json, Requirement, ToolDef, ToolLocations, ToolOutput};

@@ -511,3 +511,85 @@ async fn a_session_with_a_subagent_a_compaction_and_a_plan_loads_after_a_kill() 
     })
     .await;
 }
+
+/// A model agent whose every answer is "ok".
+struct Okay {
+    model: acp::llm::Model,
+}
+
+impl acp::Agent for Okay {
+    async fn prompt(
+        &self,
+        cx: &acp::Session,
+        prompt: acp::Prompt,
+    ) -> acp::Result<acp::schema::StopReason> {
+        if prompt.text() == "forget" {
+            // Keeps the last 10 messages: a rewrite, not an append.
+            let conversation = cx.persisted::<acp::llm::Conversation>();
+            let mut conversation = conversation.lock();
+            let messages = conversation.messages_mut();
+            let keep = messages.len().saturating_sub(10);
+            messages.drain(..keep);
+            return Ok(acp::schema::StopReason::EndTurn);
+        }
+        self.model.run(cx, &prompt).await
+    }
+}
+
+/// The conversation is stored as it grows: over a 100-turn session, each turn writes the
+/// store the messages it added (the same size every turn), never the conversation so far; a
+/// reload gives the model the whole conversation back; one changed otherwise than by growing
+/// (trimmed) is stored whole once, and read back as it is.
+#[tokio::test]
+async fn a_long_conversation_costs_each_turn_the_same_store_writes() {
+    use acp::llm::scripted::{Reply, Scripted};
+    let store = Arc::new(MemoryStore::default());
+    let provider = Scripted::from_fn(|_| Reply::new().text("ok"));
+    let serve = || {
+        let model = acp::llm::Model::new(provider.clone(), "scripted");
+        acp::Server::new(Okay { model }).shared_store(store.clone())
+    };
+    let client = TestClient::builder().serve(serve()).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    let id = session.id().clone();
+    let key = "acp.llm.conversation";
+    // The bytes each turn wrote: the value it added under the conversation's keys.
+    let mut written = Vec::new();
+    let mut before = store.state(&id).await.unwrap();
+    for turn in 0..100 {
+        session.prompt(&format!("turn {turn:03}")).await.unwrap();
+        let after = store.state(&id).await.unwrap();
+        let changed: usize = after
+            .iter()
+            .filter(|(k, v)| k.starts_with(key) && before.get(*k) != Some(*v))
+            .map(|(_, v)| v.to_string().len())
+            .sum();
+        written.push(changed);
+        before = after;
+    }
+    // The first turn stores the conversation whole (two messages); every later one the same
+    // two messages' worth, whatever came before.
+    assert!(written[1..].iter().all(|w| *w == written[1]), "{written:?}");
+    assert!(written[99] < 200, "{written:?}");
+    client.close().await.unwrap();
+
+    let again = TestClient::builder().serve(serve()).await.unwrap();
+    let loaded = again.load_session(&id).await.unwrap();
+    loaded.session.prompt("turn 100").await.unwrap();
+    let last = provider.requests().pop().unwrap();
+    assert_eq!(last.messages.len(), 201, "every turn's question and answer, and this one");
+    assert_eq!(last.messages[0].text(), "turn 000");
+    assert_eq!(last.last_user_text(), "turn 100");
+
+    loaded.session.prompt("forget").await.unwrap();
+    loaded.session.prompt("turn 101").await.unwrap();
+    again.close().await.unwrap();
+    let third = TestClient::builder().serve(serve()).await.unwrap();
+    let loaded = third.load_session(&id).await.unwrap();
+    loaded.session.prompt("turn 102").await.unwrap();
+    let last = provider.requests().pop().unwrap();
+    let texts: Vec<String> = last.messages.iter().map(|m| m.text()).collect();
+    assert_eq!(texts.len(), 10 + 2 + 1, "{texts:?}");
+    assert_eq!(texts[0], "turn 096");
+    assert_eq!(texts[10..], ["turn 101", "ok", "turn 102"]);
+}

@@ -148,7 +148,7 @@ impl Model {
         let system = cx.instructions(self.system.as_deref());
         for _ in 0..self.max_turn_requests {
             cx.check_cancelled()?;
-            let messages = conversation.lock().messages().to_vec();
+            let messages = conversation.lock().request_messages();
             let request = Request {
                 model: &self.name,
                 system: system.as_deref(),

@@ -33,7 +33,7 @@ pub(crate) use client::Request;
 pub use elicit::Elicited;
 pub use fs::Fs;
 pub(crate) use messages::user_chunk;
-pub use persist::{Persist, Persisted};
+pub use persist::{Persist, PersistLog, Persisted};
 pub use report::{Compaction, SESSION_PLAN};
 pub(crate) use settings::list;
 pub use settings::{Choice, ConfigKind, ConfigOption, ConfigSpec, ConfigValue, Modes, Settings};

@@ -43,6 +43,33 @@ pub trait Persist: Default + Serialize + DeserializeOwned + Send + 'static {
     /// The name the value is stored under in its session: unique among the agent's persisted
     /// types, and kept when the type is renamed or moved (a new key starts from `Default`).
     const KEY: &'static str;
+
+    /// For a value that grows by appending (a log, such as a model's conversation), which
+    /// serializes to the JSON array of its entries: where it stands ([`PersistLog`]). The runtime then
+    /// stores only the entries a turn added, so a turn's store cost does not grow with the
+    /// session's length. `None` (the default): the whole value is stored after every turn
+    /// that touched it.
+    fn log(&self) -> Option<PersistLog> {
+        None
+    }
+
+    /// The entries from `from` on, as a JSON array (called when [`log`](Self::log) is `Some`
+    /// and the value only grew since `from` entries were stored).
+    fn log_tail(&self, from: usize) -> serde_json::Result<serde_json::Value> {
+        let _ = from;
+        serde_json::to_value(self)
+    }
+}
+
+/// Where a [`Persist`] log stands: how many entries it has, and its generation, which changes
+/// whenever it is rewritten rather than appended to (entries removed or replaced, e.g. a
+/// conversation compacted), so that the runtime stores it whole again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PersistLog {
+    /// The generation of its entries.
+    pub generation: u64,
+    /// How many entries it has.
+    pub len: usize,
 }
 
 /// A session's [`Persist`] value: lock it to read or change it. Every lock counts as a change
@@ -69,22 +96,81 @@ impl<T> Persisted<T> {
     }
 }
 
-impl<T: Serialize> Persisted<T> {
-    /// The value as JSON if it may have changed since the last call.
-    fn take_changed(&self) -> Option<serde_json::Result<serde_json::Value>> {
+/// What a save writes of one persisted value.
+enum Save {
+    /// The whole value, under its key.
+    Whole(serde_json::Value),
+    /// A log's entries added since the last save (a JSON array), as its next segment.
+    Tail(serde_json::Value),
+}
+
+/// How much of a log the store has: its generation and length at the last save, and how
+/// many segments follow the whole value saved under its key.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stored {
+    log: Option<PersistLog>,
+    segments: usize,
+}
+
+impl<T: Persist> Persisted<T> {
+    /// What to save if the value may have changed since the last call, given what the store
+    /// has of it (`stored`, brought up to date).
+    fn take_changed(&self, stored: &mut Stored) -> Option<serde_json::Result<Save>> {
         if !self.changed.swap(false, Ordering::AcqRel) {
             return None;
         }
         let value = lock(&self.value);
-        Some(serde_json::to_value(&*value))
+        let log = value.log();
+        let appended = match (log, stored.log) {
+            (Some(now), Some(then)) => now.generation == then.generation && now.len >= then.len,
+            _ => false,
+        };
+        let save = if appended {
+            let from = stored.log.map_or(0, |l| l.len);
+            if log.is_some_and(|l| l.len == from) {
+                return None;
+            }
+            stored.segments += 1;
+            value.log_tail(from).map(Save::Tail)
+        } else {
+            serde_json::to_value(&*value).map(Save::Whole)
+        };
+        stored.log = log;
+        Some(save)
     }
 }
 
-/// Reads one persisted type's value out of a session's values, if it changed.
-type Saver = fn(&TypeMap) -> Option<serde_json::Result<serde_json::Value>>;
+/// Reads what to save of one persisted type's value out of a session's values, if it changed.
+type Saver = fn(&TypeMap, &mut Stored) -> Option<serde_json::Result<Save>>;
 
-fn saver<T: Persist>(values: &TypeMap) -> Option<serde_json::Result<serde_json::Value>> {
-    values.get::<Persisted<T>>()?.take_changed()
+fn saver<T: Persist>(values: &TypeMap, stored: &mut Stored) -> Option<serde_json::Result<Save>> {
+    values.get::<Persisted<T>>()?.take_changed(stored)
+}
+
+/// The store key of a log's segment `n` (from 1): its entries after the whole value under
+/// `key` and the segments before it.
+fn segment_key(key: &str, n: usize) -> String {
+    format!("{key}#{n}")
+}
+
+/// A log's whole value as stored: the value under `key`, followed by its segments (taken out
+/// of `values`) in order; the number of segments.
+fn join_segments(
+    key: &str,
+    base: serde_json::Value,
+    values: &mut HashMap<String, serde_json::Value>,
+) -> (serde_json::Value, usize) {
+    let serde_json::Value::Array(mut entries) = base else {
+        return (base, 0);
+    };
+    let mut n = 0;
+    while let Some(segment) = values.remove(&segment_key(key, n + 1)) {
+        n += 1;
+        if let serde_json::Value::Array(more) = segment {
+            entries.extend(more);
+        }
+    }
+    (serde_json::Value::Array(entries), n)
 }
 
 /// What a session keeps for its persisted values.
@@ -92,8 +178,8 @@ fn saver<T: Persist>(values: &TypeMap) -> Option<serde_json::Result<serde_json::
 pub(crate) struct PersistedValues {
     /// Values read from the store when the session was reopened, not asked for yet.
     restored: Mutex<HashMap<String, serde_json::Value>>,
-    /// The persisted types in use, by key.
-    in_use: Mutex<Vec<(&'static str, Saver)>>,
+    /// The persisted types in use, by key, and what the store has of each.
+    in_use: Mutex<Vec<(&'static str, Saver, Stored)>>,
 }
 
 impl PersistedValues {
@@ -107,8 +193,17 @@ impl SessionState {
     /// The session's `T`, restored or `Default`.
     pub(crate) fn persisted<T: Persist>(&self) -> std::sync::Arc<Persisted<T>> {
         self.values.get_or_insert_with(|| {
-            lock(&self.persisted.in_use).push((T::KEY, saver::<T>));
-            let stored = lock(&self.persisted.restored).remove(T::KEY);
+            let (stored, segments) = {
+                let mut restored = lock(&self.persisted.restored);
+                match restored.remove(T::KEY) {
+                    Some(base) => {
+                        let (json, segments) = join_segments(T::KEY, base, &mut restored);
+                        (Some(json), segments)
+                    }
+                    None => (None, 0),
+                }
+            };
+            let was_stored = stored.is_some();
             let value = stored.map_or_else(T::default, |json| {
                 serde_json::from_value(json).unwrap_or_else(|e| {
                     tracing::warn!(
@@ -120,6 +215,13 @@ impl SessionState {
                     T::default()
                 })
             });
+            // The store has it as read (a log: appended to from there); a value it does not
+            // have yet is saved whole first.
+            let kept = Stored {
+                log: was_stored.then(|| value.log()).flatten(),
+                segments,
+            };
+            lock(&self.persisted.in_use).push((T::KEY, saver::<T>, kept));
             Persisted::new(value)
         })
     }
@@ -130,16 +232,30 @@ impl SessionState {
         let Some(store) = self.conn.peer().journal.store() else {
             return;
         };
-        let in_use = lock(&self.persisted.in_use).clone();
-        for (key, save) in in_use {
-            let Some(value) = save(&self.values) else {
-                continue;
-            };
-            let saved = match value {
-                Ok(value) => store.put_state(&self.id, key, &value).await,
-                Err(e) => Err(e.into()),
-            };
-            if let Err(e) = saved {
+        // What to write, worked out under the lock; written after it.
+        let mut writes: Vec<(String, serde_json::Value)> = Vec::new();
+        for (key, save, stored) in lock(&self.persisted.in_use).iter_mut() {
+            let before = stored.segments;
+            match save(&self.values, stored) {
+                None => {}
+                Some(Ok(Save::Tail(tail))) => {
+                    writes.push((segment_key(key, stored.segments), tail))
+                }
+                Some(Ok(Save::Whole(whole))) => {
+                    writes.push(((*key).to_owned(), whole));
+                    // A rewrite: the segments stored after the old value no longer count.
+                    writes.extend(
+                        (1..=before).map(|n| (segment_key(key, n), serde_json::Value::Null)),
+                    );
+                    stored.segments = 0;
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(session = %self.id, key, "could not encode the session's value: {e}");
+                }
+            }
+        }
+        for (key, value) in writes {
+            if let Err(e) = store.put_state(&self.id, &key, &value).await {
                 tracing::warn!(session = %self.id, key, "could not save the session's value: {e}");
             }
         }
