@@ -8,8 +8,11 @@
 //!
 //! - Tools: `read` (with `line`/`limit`), `list` (a glob), `grep`, `write` and `edit` (search
 //!   and replace), both shown as diffs, `run` (a command, in the editor's terminal when it
-//!   offers one, locally otherwise), `plan` (the model keeps its plan up to date), and the
-//!   tools of the MCP servers the editor configured.
+//!   offers one, locally otherwise), `plan` (the model keeps its plan up to date), `task` (a
+//!   subagent: the model in a child session with the read-only tools, for research or a
+//!   review), and the tools of the MCP servers the editor configured.
+//! - The editor's system prompt (`append`, or `override` of coder's own), and `/compact`
+//!   (the conversation is also compacted by itself near the context window).
 //! - Modes: `code` (the default) and `ask`, where `write`, `edit` and `run` are refused before
 //!   the user is asked.
 //! - Model: a config option of category `model`: the main model, or `ACP_SMALL_MODEL` when set.
@@ -172,6 +175,15 @@ impl Coder {
     }
 
     /// The models, made first if there are none yet; else `-32000` saying what to do.
+    /// The model the session chose (its `model` config option).
+    fn model(&self, cx: &Session) -> acp::Result<Model> {
+        let models = self.models()?;
+        Ok(match cx.config::<ModelChoice>()? {
+            ModelChoice::Main => models.main.clone(),
+            ModelChoice::Small => models.small.clone(),
+        })
+    }
+
     fn models(&self) -> acp::Result<Arc<Models>> {
         if let Some(models) = &*self.models.read().unwrap_or_else(|e| e.into_inner()) {
             return Ok(models.clone());
@@ -421,12 +433,17 @@ pub fn sign_in_path() -> Option<PathBuf> {
 )]
 impl Coder {
     async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
-        let models = self.models()?;
-        let model = match cx.config::<ModelChoice>()? {
-            ModelChoice::Main => &models.main,
-            ModelChoice::Small => &models.small,
-        };
-        model.run(cx, &prompt).await
+        self.model(cx)?.run(cx, &prompt).await
+    }
+
+    /// Summarise the conversation so far, keeping the last two turns (done by itself when
+    /// the context window fills up).
+    #[acp::command]
+    async fn compact(&self, cx: &Session) -> acp::Result<StopReason> {
+        if !self.model(cx)?.compact(cx).await? {
+            cx.message("Nothing to compact yet.").await?;
+        }
+        Ok(StopReason::EndTurn)
     }
 
     /// Refuses a session (new, loaded or resumed) while no model is configured: `-32000`
@@ -580,6 +597,18 @@ impl Coder {
     #[acp::tool(kind = "execute", title = "Run {command}", permission, check = Self::may_change)]
     async fn run(&self, cx: &Session, command: String) -> acp::Result<String> {
         self::command(cx, "sh", &["-c", &command]).await
+    }
+
+    /// Hands a self-contained task (research across files, a review) to a subagent with a
+    /// fresh context and read-only tools; returns its findings.
+    #[acp::tool(kind = "think", title = "{description}")]
+    async fn task(
+        &self,
+        cx: &Session,
+        description: String,
+        prompt: String,
+    ) -> acp::Result<String> {
+        self.model(cx)?.task(cx, &description, &prompt).await
     }
 
     /// Replaces the plan shown to the user: every step, with its status.

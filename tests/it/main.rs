@@ -37,6 +37,7 @@ mod interop_surface;
 mod interop_tools;
 mod interop_ts;
 mod interop_v2;
+mod llm_agents;
 mod llm_loop;
 mod macros;
 mod mcp;

@@ -302,13 +302,16 @@ pub use env::{MODEL_VAR, PROVIDER_VAR, from_env};
 pub use http::Retry;
 pub use openai::OpenAi;
 
+mod compact;
 mod conversation;
 #[cfg(feature = "llm-providers")]
 pub mod providers;
 mod run;
+mod task;
 pub mod scripted;
 
 pub use conversation::Conversation;
 #[cfg(feature = "llm-providers")]
 pub use providers::Endpoint;
 pub use run::Model;
+pub use task::read_only;

@@ -36,12 +36,35 @@ use crate::{Error, Prompt, Result, Session, ToolCallGuard, ToolDef};
 /// ```
 #[derive(Clone)]
 pub struct Model {
-    provider: Arc<dyn Provider>,
-    name: String,
+    pub(super) provider: Arc<dyn Provider>,
+    pub(super) name: String,
     system: Option<String>,
     max_turn_requests: usize,
-    max_tokens: Option<u32>,
-    context_window: Option<u64>,
+    pub(super) max_tokens: Option<u32>,
+    pub(super) context_window: Option<u64>,
+    /// When and with which model the conversation is compacted.
+    pub(super) compaction: Compacting,
+    /// Which of the session's tools the model is offered (all, by default).
+    pub(super) allowed: Option<Arc<dyn Fn(&ToolDef) -> bool + Send + Sync>>,
+}
+
+/// When a [`Model`]'s conversation is compacted, and by which model.
+#[derive(Clone)]
+pub(super) struct Compacting {
+    /// The share of the context window a call's input may reach before the next call
+    /// compacts first; `None`: only when asked.
+    pub threshold: Option<f32>,
+    /// The model that writes the summary, if not this one.
+    pub summarizer: Option<Box<Model>>,
+}
+
+impl Default for Compacting {
+    fn default() -> Self {
+        Compacting {
+            threshold: Some(super::compact::DEFAULT_THRESHOLD),
+            summarizer: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for Model {
@@ -71,7 +94,24 @@ impl Model {
             max_turn_requests: 50,
             max_tokens: None,
             context_window: None,
+            compaction: Compacting::default(),
+            allowed: None,
         }
+    }
+
+    /// Offers the model only the session's tools for which `allow` holds (by default, every
+    /// tool the session can run); a call to any other is refused, and the model told so.
+    ///
+    /// ```
+    /// # fn demo(model: acp_core::llm::Model) -> acp_core::llm::Model {
+    /// use acp_core::schema::ToolKind;
+    /// model.allow_tools(|tool| matches!(tool.kind, ToolKind::Read | ToolKind::Search))
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn allow_tools(mut self, allow: impl Fn(&ToolDef) -> bool + Send + Sync + 'static) -> Self {
+        self.allowed = Some(Arc::new(allow));
+        self
     }
 
     /// The system prompt sent with every call.
@@ -142,12 +182,19 @@ impl Model {
     pub async fn run(&self, cx: &Session, prompt: &Prompt) -> Result<StopReason> {
         let conversation = cx.persisted::<Conversation>();
         conversation.lock().push(Message::user(prompt.text()));
-        let tools = cx.tools().await;
+        let mut tools = cx.tools().await;
+        if let Some(allowed) = &self.allowed {
+            tools.retain(|t| allowed(t));
+        }
         let specs: Vec<ToolSpec> = tools.iter().map(tool_spec).collect();
         // The editor's system prompt, applied to the agent's own as its mode says.
         let system = cx.instructions(self.system.as_deref());
         for _ in 0..self.max_turn_requests {
             cx.check_cancelled()?;
+            // Near the context window: the older turns give way to a summary first.
+            if self.should_compact(cx) {
+                self.compact(cx).await?;
+            }
             let messages = conversation.lock().request_messages();
             let request = Request {
                 model: &self.name,
@@ -175,6 +222,8 @@ impl Model {
                     .cached_read_tokens(u.cached_input_tokens),
                 );
             }
+            cx.state::<super::compact::ContextUse>()
+                .set(answer.usage.input_tokens);
             if let Some(window) = self.context_window {
                 let used = answer.usage.input_tokens + answer.usage.output_tokens;
                 cx.usage(UsageUpdate::new(used, window)).await?;
@@ -186,7 +235,7 @@ impl Model {
                     _ => StopReason::EndTurn,
                 });
             }
-            let (results, cancelled) = run_calls(cx, answer.calls).await;
+            let (results, cancelled) = run_calls(cx, answer.calls, &tools).await;
             conversation.lock().push(Message {
                 role: Role::User,
                 content: results,
@@ -402,7 +451,7 @@ fn parse_arguments(arguments: &str) -> serde_json::Result<serde_json::Value> {
 /// Runs the named tool calls in order, each in the call already shown; returns their
 /// results for the model, and whether the turn was cancelled (the calls left are then
 /// failed, their results saying so).
-async fn run_calls(cx: &Session, calls: Vec<Named>) -> (Vec<Part>, bool) {
+async fn run_calls(cx: &Session, calls: Vec<Named>, offered: &[ToolDef]) -> (Vec<Part>, bool) {
     let mut results = Vec::with_capacity(calls.len());
     let mut cancelled = false;
     for call in calls {
@@ -410,6 +459,10 @@ async fn run_calls(cx: &Session, calls: Vec<Named>) -> (Vec<Part>, bool) {
             cancelled = true;
             let _ = call.shown.fail("cancelled").await;
             ("cancelled by the user".to_owned(), true)
+        } else if !offered.iter().any(|t| t.name == call.name) {
+            let message = format!("there is no tool `{}` here", call.name);
+            let _ = call.shown.fail(&message).await;
+            (message, true)
         } else {
             match parse_arguments(&call.arguments) {
                 Err(e) => {

@@ -94,7 +94,7 @@ impl TestClientBuilder {
 
     /// Advertises subagents (`subagents`): the agent's child sessions are then announced
     /// (`subagent_update`) and their updates arrive on their own session ids
-    /// ([`TestSession::child`](super::TestSession::child)).
+    /// ([`Turn::subagents`](super::Turn::subagents), [`Turn::updates_of`](super::Turn::updates_of)).
     #[must_use]
     pub fn subagents(mut self) -> Self {
         self.capabilities.subagents = Some(SubagentCapabilities::new());

@@ -33,9 +33,15 @@ const MODEL = "interop-coder-1";
 const API_KEY = "sk-interop-DO-NOT-SHOW-3f9c1e";
 /** The context window coder is told of (`ACP_CONTEXT_WINDOW`): its usage_update reports it. */
 const CONTEXT_WINDOW = 32_768;
-const CAPS = { fs: { readTextFile: true, writeTextFile: true }, terminal: true };
+// The client asks for the turn's token usage in the prompt answer (Unstable: the runtime sends
+// it only to a client that opts in).
+const CAPS = {
+  fs: { readTextFile: true, writeTextFile: true },
+  terminal: true,
+  _meta: { unstable_end_turn_token_usage: true },
+};
 /** The tools coder offers the model (the editor configured no MCP server). */
-const TOOLS = ["edit", "grep", "list", "plan", "read", "run", "write"];
+const TOOLS = ["edit", "grep", "list", "plan", "read", "run", "task", "write"];
 
 const GREET = "greet.sh";
 const GREET_TEXT = 'echo "hello, world"\n';
