@@ -42,6 +42,7 @@ pub struct Model {
     max_turn_requests: usize,
     max_tokens: Option<u32>,
     context_window: Option<u64>,
+    prompt_caching: bool,
 }
 
 impl std::fmt::Debug for Model {
@@ -71,6 +72,7 @@ impl Model {
             max_turn_requests: 50,
             max_tokens: None,
             context_window: None,
+            prompt_caching: true,
         }
     }
 
@@ -97,6 +99,14 @@ impl Model {
     /// `usage_update` (tokens in use out of this many), which editors show as a gauge.
     pub fn context_window(mut self, tokens: u64) -> Self {
         self.context_window = Some(tokens);
+        self
+    }
+
+    /// Whether to ask the provider to cache the prompt (on by default): Anthropic's
+    /// `cache_control` breakpoints, OpenAI's `prompt_cache_key` (the session's id); see
+    /// [`Request::prompt_caching`].
+    pub fn prompt_caching(mut self, on: bool) -> Self {
+        self.prompt_caching = on;
         self
     }
 
@@ -155,6 +165,8 @@ impl Model {
                 messages: &messages,
                 tools: &specs,
                 max_tokens: self.max_tokens,
+                cache_key: Some(&cx.id().0),
+                prompt_caching: self.prompt_caching,
             };
             let mut answer = Answer::default();
             let outcome = self.call(cx, request, &tools, &mut answer).await;
@@ -172,7 +184,8 @@ impl Model {
                         u.output_tokens,
                     )
                     .thought_tokens(u.reasoning_tokens)
-                    .cached_read_tokens(u.cached_input_tokens),
+                    .cached_read_tokens(u.cached_input_tokens)
+                    .cached_write_tokens(u.cache_write_tokens),
                 );
             }
             if let Some(window) = self.context_window {
@@ -316,7 +329,9 @@ impl Answer {
                 cx.thought(text).await?;
             }
             Event::ReasoningSignature(sig) => match self.parts.last_mut() {
-                Some(Part::Reasoning { signature, .. }) => *signature = Some(sig),
+                Some(Part::Reasoning { signature, .. }) if signature.is_none() => {
+                    *signature = Some(sig)
+                }
                 _ => self.parts.push(Part::Reasoning {
                     text: String::new(),
                     signature: Some(sig),

@@ -75,6 +75,8 @@ async fn thinking_text_and_two_tool_calls_with_pings() {
         messages: &messages,
         tools: &tools,
         max_tokens: None,
+        cache_key: None,
+        prompt_caching: false,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -86,6 +88,7 @@ async fn thinking_text_and_two_tool_calls_with_pings() {
         input_tokens: 472 + 2048,
         output_tokens: 2,
         cached_input_tokens: Some(2048),
+        cache_write_tokens: Some(0),
         reasoning_tokens: None,
     };
     assert_eq!(
@@ -163,6 +166,8 @@ async fn text_with_split_utf8_and_max_tokens() {
         messages: &messages,
         tools: &[],
         max_tokens: Some(100),
+        cache_key: None,
+        prompt_caching: false,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -199,6 +204,8 @@ async fn an_overloaded_error_event_before_any_output_is_retried() {
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        cache_key: None,
+        prompt_caching: false,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -226,6 +233,8 @@ async fn an_error_event_after_output_ends_the_stream_with_its_message() {
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        cache_key: None,
+        prompt_caching: false,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert_eq!(text(&events), "Half an ans");

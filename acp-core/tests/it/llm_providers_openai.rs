@@ -71,6 +71,8 @@ async fn text_in_many_chunks_with_split_utf8_then_usage_then_stop() {
         messages: &messages,
         tools: &tools,
         max_tokens: Some(512),
+        cache_key: None,
+        prompt_caching: false,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -90,6 +92,7 @@ async fn text_in_many_chunks_with_split_utf8_then_usage_then_stop() {
                 input_tokens: 42,
                 output_tokens: 9,
                 cached_input_tokens: Some(12),
+                cache_write_tokens: None,
                 reasoning_tokens: Some(0)
             }),
             Event::Stop(Stop::EndTurn),
@@ -143,6 +146,8 @@ async fn two_parallel_tool_calls_with_interleaved_arguments() {
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        cache_key: None,
+        prompt_caching: false,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -171,6 +176,7 @@ async fn two_parallel_tool_calls_with_interleaved_arguments() {
                 input_tokens: 310,
                 output_tokens: 48,
                 cached_input_tokens: Some(0),
+                cache_write_tokens: None,
                 reasoning_tokens: Some(20)
             }),
             Event::Stop(Stop::ToolUse),
@@ -205,6 +211,8 @@ async fn reasoning_content_of_llama_cpp_and_reasoning_of_openrouter() {
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        cache_key: None,
+        prompt_caching: false,
     };
 
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
@@ -225,6 +233,7 @@ async fn reasoning_content_of_llama_cpp_and_reasoning_of_openrouter() {
                 input_tokens: 17,
                 output_tokens: 11,
                 cached_input_tokens: None,
+                cache_write_tokens: None,
                 reasoning_tokens: None
             }),
             Event::Stop(Stop::EndTurn),
@@ -243,6 +252,7 @@ async fn reasoning_content_of_llama_cpp_and_reasoning_of_openrouter() {
                 input_tokens: 9,
                 output_tokens: 30,
                 cached_input_tokens: None,
+                cache_write_tokens: None,
                 reasoning_tokens: Some(28)
             }),
             Event::Stop(Stop::EndTurn),
