@@ -1,9 +1,10 @@
-//! A language model in the loop (feature `llm`): the two wire formats that cover nearly every
+//! A language model in the loop (feature `llm`): the wire formats that cover nearly every
 //! model, streamed, and the loop that runs a conversation through the session's tool table.
 //!
 //! - [`Provider`]: one model API. [`OpenAi`] speaks OpenAI Chat Completions
 //!   (OpenAI itself and every compatible server: llama.cpp, vLLM, Ollama, LM Studio,
-//!   OpenRouter…), [`Anthropic`] the Anthropic Messages API. Each turns
+//!   OpenRouter…), [`OpenAiResponses`] OpenAI's Responses API (stateless), [`Anthropic`]
+//!   the Anthropic Messages API. Each turns
 //!   a [`Request`] into a stream of [`Event`]s: text, reasoning, tool calls (their arguments
 //!   arriving in pieces, several at once), usage, and why the model stopped.
 //! - The loop (`run.rs`): model text streams into message chunks and reasoning into thought
@@ -21,6 +22,7 @@
 //! | `mod.rs` | the provider-neutral types: [`Message`], [`Part`], [`ToolSpec`], [`Request`], [`Event`], [`Usage`], [`Stop`]; the [`Provider`] trait |
 //! | `http.rs` | POSTing a request and reading its server-sent events; provider errors, retries with backoff |
 //! | `openai.rs` | OpenAI Chat Completions: the request body, the stream's chunks as [`Event`]s |
+//! | `responses.rs` | OpenAI Responses, stateless: the request body (input items), the stream's events as [`Event`]s |
 //! | `anthropic.rs` | Anthropic Messages: the request body (with its cache breakpoints), the stream's events as [`Event`]s |
 //! | `env.rs` | which provider and model the environment configures ([`from_env`]) |
 //! | `run.rs` | the loop: [`Model`] and [`Model::run`] |
@@ -297,6 +299,10 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
 pub enum Api {
     /// OpenAI's Chat Completions, and every server compatible with it ([`OpenAi`]).
     OpenAi,
+    /// OpenAI's Responses API ([`OpenAiResponses`]). An editor sees it as `openai`
+    /// (`providers/list`); pointed elsewhere with `openai`, the endpoint speaks Chat
+    /// Completions.
+    OpenAiResponses,
     /// Anthropic's Messages API ([`Anthropic`]).
     Anthropic,
 }
@@ -314,11 +320,13 @@ pub mod anthropic;
 mod env;
 mod http;
 pub mod openai;
+pub mod responses;
 
 pub use anthropic::Anthropic;
 pub use env::{MODEL_VAR, PROVIDER_VAR, from_env};
 pub use http::Retry;
 pub use openai::OpenAi;
+pub use responses::OpenAiResponses;
 
 mod conversation;
 #[cfg(feature = "llm-providers")]
