@@ -259,3 +259,31 @@ async fn reasoning_content_of_llama_cpp_and_reasoning_of_openrouter() {
         ]
     );
 }
+
+#[tokio::test]
+async fn the_sessions_prompt_cache_key_is_sent_unless_caching_is_off() {
+    let server = Server::start(vec![
+        Reply::recording("openai_tools.sse"),
+        Reply::recording("openai_tools.sse"),
+    ])
+    .await;
+    let model = OpenAi::new(format!("{}/v1", server.url), None).unwrap();
+    let messages = [Message::user("Find main.")];
+    let mut request = Request {
+        model: "m",
+        system: None,
+        messages: &messages,
+        tools: &[],
+        max_tokens: None,
+        cache_key: Some("sess_7f3a"),
+        prompt_caching: true,
+    };
+    let (_, error) = collect(model.stream(request).await.unwrap()).await;
+    assert!(error.is_none(), "{error:?}");
+    request.prompt_caching = false;
+    let (_, error) = collect(model.stream(request).await.unwrap()).await;
+    assert!(error.is_none(), "{error:?}");
+    let requests = server.requests();
+    assert_eq!(requests[0].body["prompt_cache_key"], "sess_7f3a");
+    assert_eq!(requests[1].body.get("prompt_cache_key"), None);
+}
