@@ -596,3 +596,39 @@ async fn a_responses_api_turn_reasoning_summary_two_function_calls_their_outputs
         ])
     );
 }
+
+#[tokio::test]
+async fn each_signature_stays_with_its_own_reasoning() {
+    // Two reasoning items, the second without a summary (OpenAI Responses' encrypted
+    // reasoning): two signed parts, the first keeping its signature.
+    let provider = Scripted::new()
+        .reply(
+            Reply::new()
+                .reasoning("First.")
+                .event(acp::llm::Event::ReasoningSignature("s1".into()))
+                .event(acp::llm::Event::ReasoningSignature("s2".into()))
+                .text("Done."),
+        )
+        .reply(Reply::new().text("Again."));
+    let client = client(&provider).await;
+    let session = client.new_session().await.unwrap();
+    session.prompt("one").await.unwrap();
+    session.prompt("two").await.unwrap();
+    let sent = &provider.requests()[1].messages[1];
+    assert_eq!(
+        sent.content,
+        [
+            Part::Reasoning {
+                text: "First.".into(),
+                signature: Some("s1".into())
+            },
+            Part::Reasoning {
+                text: String::new(),
+                signature: Some("s2".into())
+            },
+            Part::Text {
+                text: "Done.".into()
+            },
+        ]
+    );
+}

@@ -25,7 +25,7 @@ fn tools() -> Vec<ToolSpec> {
 }
 
 /// Every kind of part: text, this API's encrypted reasoning, another provider's reasoning
-/// and unsigned reasoning (neither sent), two tool calls, their results, then more text.
+/// and unsigned reasoning (neither sent), two tool calls, then text and their results.
 fn conversation() -> Vec<Message> {
     vec![
         Message::user("Where is main?"),
@@ -62,6 +62,10 @@ fn conversation() -> Vec<Message> {
         Message {
             role: Role::User,
             content: vec![
+                // Sent after the outputs: they answer the previous message.
+                Part::Text {
+                    text: "And?".into(),
+                },
                 Part::ToolResult {
                     id: "call_1".into(),
                     content: "fn main() {}".into(),
@@ -71,9 +75,6 @@ fn conversation() -> Vec<Message> {
                     id: "call_2".into(),
                     content: "no such file".into(),
                     is_error: true,
-                },
-                Part::Text {
-                    text: "And?".into(),
                 },
             ],
         },
