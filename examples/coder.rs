@@ -602,12 +602,7 @@ impl Coder {
     /// Hands a self-contained task (research across files, a review) to a subagent with a
     /// fresh context and read-only tools; returns its findings.
     #[acp::tool(kind = "think", title = "{description}")]
-    async fn task(
-        &self,
-        cx: &Session,
-        description: String,
-        prompt: String,
-    ) -> acp::Result<String> {
+    async fn task(&self, cx: &Session, description: String, prompt: String) -> acp::Result<String> {
         self.model(cx)?.task(cx, &description, &prompt).await
     }
 

@@ -68,8 +68,8 @@
 //!   [dev-dependencies]
 //!   acp-framework = { version = "0.1", features = ["testing"] }
 //!   ```
-//! - `llm` (off by default): `acp::llm`, a model in the loop (OpenAI Chat Completions and
-//!   Anthropic Messages providers, streamed; `llm::Model::run`; `llm::scripted` for tests).
+//! - `llm` (off by default): `acp::llm`, a model in the loop (OpenAI Chat Completions, OpenAI
+//!   Responses and Anthropic Messages providers, streamed; `llm::Model::run`; `llm::scripted` for tests).
 //! - `postgres` (off by default): `acp::store::PostgresStore`, sessions in a PostgreSQL
 //!   database that several replicas of an agent share (with ownership leases), picked with no
 //!   code by `ACP_DATABASE_URL=postgres://…` (see [`store`]).

@@ -147,6 +147,8 @@ fn hello(messages: &[Message]) -> Request<'_> {
         messages,
         tools: &[],
         max_tokens: Some(24),
+        cache_key: None,
+        prompt_caching: false,
     }
 }
 

@@ -29,7 +29,7 @@
 //! | `session` | [`Session`], fs, terminals (the client's, or local: `session/local`), tool-call guards, per-session state, the registry; what the operator granted a connection's client (`session/grant`: directories, processes, endpoints, the children's environment) |
 //! | `tools` | tool definitions and output, the tool-call lifecycle, calls by name, schemas |
 //! | `mcp` | the client's MCP servers: connected per session, their tools in the session's table, stopped with it |
-//! | `llm` | a language model in the loop (feature `llm`): providers (OpenAI Chat Completions, Anthropic Messages), streamed; the loop through the session's tool table |
+//! | `llm` | a language model in the loop (feature `llm`): providers (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages), streamed; the loop through the session's tool table |
 //! | `agent` | the [`Agent`] trait, [`Prompt`], [`SessionSetup`] |
 //! | `router` | the one method table (each method's v1 and v2 names → capability gate → inline or spawned → handler); the one prompt-turn driver; the history methods; v2's own handlers and agent-owned terminals |
 //! | `serve` | [`Server`] and its limits and store: wiring it all together; shutdown |

@@ -39,12 +39,7 @@ impl Agent {
 
     /// Hands a self-contained task to a subagent.
     #[acp::tool(kind = "think", title = "{description}")]
-    async fn task(
-        &self,
-        cx: &Session,
-        description: String,
-        prompt: String,
-    ) -> acp::Result<String> {
+    async fn task(&self, cx: &Session, description: String, prompt: String) -> acp::Result<String> {
         self.model.task(cx, &description, &prompt).await
     }
 }
@@ -83,20 +78,25 @@ async fn compaction_near_the_window(shows: bool) {
     assert_eq!(turn.text(), "ok");
     let requests = provider.requests();
     let summary = &requests[requests.len() - 2];
-    assert!(summary.tools.is_empty(), "a summary is a call without tools");
+    assert!(
+        summary.tools.is_empty(),
+        "a summary is a call without tools"
+    );
     let asked = summary.last_user_text();
-    assert!(asked.contains("User: t1") && asked.contains("Agent: ok"), "{asked}");
-    assert!(!asked.contains("t2"), "the last two turns are kept: {asked}");
+    assert!(
+        asked.contains("User: t1") && asked.contains("Agent: ok"),
+        "{asked}"
+    );
+    assert!(
+        !asked.contains("t2"),
+        "the last two turns are kept: {asked}"
+    );
     // The next call is sent the summary and the kept turns: smaller than before.
     let after = requests.last().unwrap();
     let texts: Vec<String> = after.messages.iter().map(|m| m.text()).collect();
     assert_eq!(
         texts,
-        [
-            "[Summary of the earlier conversation]\nS1t2",
-            "ok",
-            "t3"
-        ]
+        ["[Summary of the earlier conversation]\nS1t2", "ok", "t3"]
     );
     let compaction: Vec<String> = turn
         .updates()
@@ -202,9 +202,8 @@ async fn a_task_runs_the_model_in_a_subagent_with_the_read_only_tools_and_replay
             .any(|u| matches!(u, SessionUpdate::ToolCall(c) if c.name.as_deref() == Some("read"))),
         "{of_child:?}"
     );
-    let asked = client.requests_from_agent(
-        acp::schema::CLIENT_METHOD_NAMES.session_request_permission,
-    );
+    let asked =
+        client.requests_from_agent(acp::schema::CLIENT_METHOD_NAMES.session_request_permission);
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0]["sessionId"], json!(children[0]));
     let id = session.id().clone();
@@ -224,5 +223,8 @@ async fn a_task_runs_the_model_in_a_subagent_with_the_read_only_tools_and_replay
         .filter(|n| n.session_id == children[0])
         .map(|n| serde_json::to_value(&n.update).unwrap()["sessionUpdate"].to_string())
         .collect();
-    assert!(replayed.contains(&"\"tool_call\"".to_owned()), "{replayed:?}");
+    assert!(
+        replayed.contains(&"\"tool_call\"".to_owned()),
+        "{replayed:?}"
+    );
 }

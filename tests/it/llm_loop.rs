@@ -427,3 +427,208 @@ async fn deltas_already_waiting_go_out_joined_in_order_at_most_64_kib_a_chunk() 
         .collect();
     assert_eq!(kinds[kinds.len() - 2..], ["thought", "text"], "{kinds:?}");
 }
+
+#[tokio::test]
+async fn the_session_is_the_cache_key_caching_can_be_turned_off_and_cache_tokens_reach_the_turn() {
+    let usage = acp::llm::Usage {
+        input_tokens: 100,
+        output_tokens: 5,
+        cached_input_tokens: Some(60),
+        cache_write_tokens: Some(30),
+        reasoning_tokens: None,
+    };
+    let provider = Scripted::new()
+        .reply(
+            Reply::new()
+                .text("Cached.")
+                .event(acp::llm::Event::Usage(usage)),
+        )
+        .reply(Reply::new().text("Uncached."));
+    let client = client(&provider).await;
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("hi").await.unwrap();
+    assert_eq!(
+        turn.answer().unwrap()["usage"],
+        json!({"totalTokens": 105, "inputTokens": 100, "outputTokens": 5,
+               "cachedReadTokens": 60, "cachedWriteTokens": 30})
+    );
+    let request = &provider.requests()[0];
+    assert_eq!(request.cache_key.as_deref(), Some(session.id().0.as_ref()));
+    assert!(request.prompt_caching);
+
+    let agent = Looper {
+        model: Model::new(provider.clone(), "scripted").prompt_caching(false),
+    };
+    let client = TestClient::builder().connect(agent).await.unwrap();
+    let session = client.new_session().await.unwrap();
+    session.prompt("hi").await.unwrap();
+    assert!(!provider.requests()[1].prompt_caching);
+}
+
+/// A loopback server answering each `POST` with the next recorded stream (of
+/// `acp-core/tests/llm_recordings/`), keeping each request's path and JSON body.
+async fn replay(
+    recordings: &[&str],
+) -> (
+    String,
+    Arc<std::sync::Mutex<Vec<(String, serde_json::Value)>>>,
+) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/acp-core/tests/llm_recordings");
+    let mut streams: std::collections::VecDeque<String> = recordings
+        .iter()
+        .map(|name| std::fs::read_to_string(format!("{dir}/{name}")).unwrap())
+        .collect();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let kept: Arc<std::sync::Mutex<Vec<_>>> = Arc::default();
+    let requests = kept.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let Some(stream) = streams.pop_front() else {
+                return;
+            };
+            let mut bytes = Vec::new();
+            let mut buf = [0u8; 8192];
+            let (path, body) = loop {
+                let n = socket.read(&mut buf).await.unwrap();
+                assert!(n > 0, "the request ended early");
+                bytes.extend_from_slice(&buf[..n]);
+                let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else {
+                    continue;
+                };
+                let head = String::from_utf8_lossy(&bytes[..end]).to_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .map_or(0, |v| v.trim().parse().unwrap());
+                if bytes.len() >= end + 4 + length {
+                    let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
+                    let body = serde_json::from_slice(&bytes[end + 4..end + 4 + length]).unwrap();
+                    break (path, body);
+                }
+            };
+            kept.lock().unwrap().push((path, body));
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                 content-length: {}\r\nconnection: close\r\n\r\n{stream}",
+                stream.len()
+            );
+            socket.write_all(answer.as_bytes()).await.unwrap();
+            socket.shutdown().await.unwrap();
+        }
+    });
+    (url, requests)
+}
+
+#[tokio::test]
+async fn a_responses_api_turn_reasoning_summary_two_function_calls_their_outputs_and_cached_tokens()
+{
+    let (url, requests) =
+        replay(&["openai_responses_tools.sse", "openai_responses_answer.sse"]).await;
+    let provider = acp::llm::OpenAiResponses::new(url, Some("sk-test".into()))
+        .unwrap()
+        .with_reasoning(true);
+    let agent = Looper {
+        model: Model::new(provider, "gpt-5-mini").system("Be brief."),
+    };
+    let client = TestClient::builder()
+        .fs(MemoryFs::new().with("/workspace/notes.txt", "milk"))
+        .end_turn_usage(true)
+        .connect(agent)
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("What do my notes say?").await.unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    assert_eq!(turn.thoughts(), "Read the notes, then try the broken tool.");
+    assert_eq!(turn.text(), "Reading.The notes say milk.");
+    let calls = turn.tool_calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0].title, "Read notes.txt");
+    assert_eq!(calls[0].status(), Some(Completed));
+    assert_eq!(calls[1].status(), Some(Failed));
+    // Both calls' tokens, the cache's reads among them.
+    assert_eq!(
+        turn.answer().unwrap()["usage"],
+        json!({"totalTokens": 3100 + 90 + 3250 + 8, "inputTokens": 3100 + 3250,
+               "outputTokens": 98, "thoughtTokens": 40, "cachedReadTokens": 2944 + 3072})
+    );
+
+    let requests = requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2);
+    let session_id = session.id().0.to_string();
+    for (path, body) in &requests {
+        assert_eq!(path, "/v1/responses");
+        assert_eq!(body["instructions"], "Be brief.");
+        assert_eq!(body["store"], false);
+        assert_eq!(body["prompt_cache_key"], session_id.as_str());
+        let tools: Vec<_> = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["type"].as_str().unwrap(), t["name"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            tools,
+            [
+                ("function", "read_file"),
+                ("function", "write_file"),
+                ("function", "broken")
+            ]
+        );
+    }
+    // The whole conversation again, in order: the encrypted reasoning, the text, the calls,
+    // then each output naming its call.
+    assert_eq!(
+        requests[1].1["input"],
+        json!([
+            {"type": "message", "role": "user", "content": "What do my notes say?"},
+            {"type": "reasoning", "id": "rs_68c1f1b0", "encrypted_content": "gAAAAABoENCRYPTED-2==",
+             "summary": [{"type": "summary_text", "text": "Read the notes, then try the broken tool."}]},
+            {"type": "message", "role": "assistant", "content": "Reading."},
+            {"type": "function_call", "call_id": "call_N0tes1", "name": "read_file",
+             "arguments": "{\"path\":\"notes.txt\"}"},
+            {"type": "function_call", "call_id": "call_Br0ken2", "name": "broken", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_N0tes1", "output": "milk"},
+            {"type": "function_call_output", "call_id": "call_Br0ken2",
+             "output": "Error: the disk is on fire"},
+        ])
+    );
+}
+
+#[tokio::test]
+async fn each_signature_stays_with_its_own_reasoning() {
+    // Two reasoning items, the second without a summary (OpenAI Responses' encrypted
+    // reasoning): two signed parts, the first keeping its signature.
+    let provider = Scripted::new()
+        .reply(
+            Reply::new()
+                .reasoning("First.")
+                .event(acp::llm::Event::ReasoningSignature("s1".into()))
+                .event(acp::llm::Event::ReasoningSignature("s2".into()))
+                .text("Done."),
+        )
+        .reply(Reply::new().text("Again."));
+    let client = client(&provider).await;
+    let session = client.new_session().await.unwrap();
+    session.prompt("one").await.unwrap();
+    session.prompt("two").await.unwrap();
+    let sent = &provider.requests()[1].messages[1];
+    assert_eq!(
+        sent.content,
+        [
+            Part::Reasoning {
+                text: "First.".into(),
+                signature: Some("s1".into())
+            },
+            Part::Reasoning {
+                text: String::new(),
+                signature: Some("s2".into())
+            },
+            Part::Text {
+                text: "Done.".into()
+            },
+        ]
+    );
+}

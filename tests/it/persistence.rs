@@ -577,7 +577,11 @@ async fn a_long_conversation_costs_each_turn_the_same_store_writes() {
     let loaded = again.load_session(&id).await.unwrap();
     loaded.session.prompt("turn 100").await.unwrap();
     let last = provider.requests().pop().unwrap();
-    assert_eq!(last.messages.len(), 201, "every turn's question and answer, and this one");
+    assert_eq!(
+        last.messages.len(),
+        201,
+        "every turn's question and answer, and this one"
+    );
     assert_eq!(last.messages[0].text(), "turn 000");
     assert_eq!(last.last_user_text(), "turn 100");
 

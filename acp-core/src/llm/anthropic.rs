@@ -3,7 +3,7 @@
 //!
 //! Owns: the request body (`POST {base}/v1/messages`: `system` at the top, tool calls as
 //! `tool_use` blocks, their results as `tool_result` blocks of a user message, reasoning sent
-//! back as signed `thinking` blocks), and the stream's events as [`Event`]s: `message_start`,
+//! back as signed `thinking` blocks, `cache_control` breakpoints), and the stream's events as [`Event`]s: `message_start`,
 //! `content_block_start` / `_delta` / `_stop`, `message_delta`, `message_stop`, `ping`,
 //! `error`.
 
@@ -50,6 +50,8 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 ///     messages: &messages,
 ///     tools: &[],
 ///     max_tokens: Some(1024),
+///     cache_key: None,
+///     prompt_caching: true,
 /// };
 /// let _events = model.stream(request).await?;
 /// # Ok(()) }
@@ -127,14 +129,27 @@ impl Provider for Anthropic {
     }
 }
 
-/// The request body of `request`.
+/// The request body of `request`. With [`Request::prompt_caching`], three of the four
+/// `cache_control` breakpoints the API allows: the system prompt, the last tool, and the
+/// last block of the last message (the prefix up to each is cached for the next call).
 fn body(request: &Request<'_>) -> Value {
-    let messages: Vec<Value> = request
+    let cache = request.prompt_caching;
+    let mut messages: Vec<Value> = request
         .messages
         .iter()
         .map(message)
         .filter(|m| m["content"].as_array().is_some_and(|c| !c.is_empty()))
         .collect();
+    if cache {
+        // The last block that can carry a breakpoint (a `thinking` block cannot).
+        let last = messages
+            .last_mut()
+            .and_then(|m| m["content"].as_array_mut())
+            .and_then(|blocks| blocks.iter_mut().rev().find(|b| b["type"] != "thinking"));
+        if let Some(block) = last {
+            block["cache_control"] = ephemeral();
+        }
+    }
     let mut body = json!({
         "model": request.model,
         "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
@@ -142,22 +157,35 @@ fn body(request: &Request<'_>) -> Value {
         "stream": true,
     });
     if let Some(system) = request.system {
-        body["system"] = json!(system);
+        body["system"] = if cache {
+            json!([{"type": "text", "text": system, "cache_control": ephemeral()}])
+        } else {
+            json!(system)
+        };
     }
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
+        let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
             .collect();
+        if let (true, Some(last)) = (cache, tools.last_mut()) {
+            last["cache_control"] = ephemeral();
+        }
         body["tools"] = Value::Array(tools);
     }
     body
 }
 
+/// A `cache_control` breakpoint: the prefix up to it is cached (for five minutes).
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
 /// `message` as a Messages API message. Empty text is left out (the API refuses it), and
-/// so is reasoning without a signature (it came from another provider: the API would
-/// refuse it).
+/// so is reasoning without an Anthropic signature (it came from another provider: the API
+/// would refuse it; OpenAI's encrypted reasoning is a JSON object, an Anthropic signature
+/// never is).
 fn message(message: &Message) -> Value {
     let mut content = Vec::new();
     for part in &message.content {
@@ -167,7 +195,7 @@ fn message(message: &Message) -> Value {
             Part::Reasoning {
                 text,
                 signature: Some(signature),
-            } => {
+            } if !signature.starts_with('{') => {
                 content.push(json!({"type": "thinking", "thinking": text, "signature": signature}))
             }
             Part::Reasoning { .. } => {}
@@ -333,8 +361,26 @@ impl Events {
             n("cache_creation_input_tokens"),
         );
         if input.is_some() || read.is_some() || written.is_some() {
-            self.usage.input_tokens = input.unwrap_or(0) + read.unwrap_or(0) + written.unwrap_or(0);
-            self.usage.cached_input_tokens = read.or(self.usage.cached_input_tokens);
+            // A count missing from a later event is the earlier one (the cache's are given
+            // once, at `message_start`, by some servers).
+            let (read_before, written_before) = (
+                self.usage.cached_input_tokens,
+                self.usage.cache_write_tokens,
+            );
+            let input = input.unwrap_or_else(|| {
+                self.usage.input_tokens.saturating_sub(
+                    read_before
+                        .unwrap_or(0)
+                        .saturating_add(written_before.unwrap_or(0)),
+                )
+            });
+            let read = read.or(read_before);
+            let written = written.or(written_before);
+            self.usage.input_tokens = input
+                .saturating_add(read.unwrap_or(0))
+                .saturating_add(written.unwrap_or(0));
+            self.usage.cached_input_tokens = read;
+            self.usage.cache_write_tokens = written;
         }
         if let Some(output) = n("output_tokens") {
             self.usage.output_tokens = output;

@@ -102,7 +102,10 @@ impl Model {
                 {
                     let mut conversation = conversation.lock();
                     // Messages added while the summary was written stay too.
-                    let added = conversation.messages().get(messages.len()..).unwrap_or_default();
+                    let added = conversation
+                        .messages()
+                        .get(messages.len()..)
+                        .unwrap_or_default();
                     kept.extend_from_slice(added);
                     *conversation.messages_mut() = kept;
                 }
@@ -135,6 +138,9 @@ impl Model {
             messages: &messages,
             tools: &[],
             max_tokens: self.max_tokens,
+            // Its own text each time: nothing for a provider's cache to reuse.
+            cache_key: None,
+            prompt_caching: false,
         };
         let mut stream = tokio::select! {
             _ = cx.cancelled() => return Err(Error::Cancelled),
@@ -234,7 +240,11 @@ mod tests {
             Message::assistant("c"),
         ];
         assert_eq!(split_point(&messages), Some(2));
-        assert_eq!(split_point(&messages[2..]), None, "two turns: nothing to compact");
+        assert_eq!(
+            split_point(&messages[2..]),
+            None,
+            "two turns: nothing to compact"
+        );
         assert!(transcript(&messages[..2]).contains("User: one\nAgent: a\n"));
     }
 }

@@ -5,18 +5,21 @@
 
 use std::sync::Arc;
 
-use super::{Anthropic, OpenAi, Provider, anthropic, openai};
+use super::{Anthropic, OpenAi, OpenAiResponses, Provider, anthropic, openai};
 use crate::{Error, Result};
 
 /// The environment variable naming the model (e.g. `gpt-4.1`, `claude-sonnet-4-5`).
 pub const MODEL_VAR: &str = "ACP_MODEL";
-/// The environment variable choosing the provider explicitly: `openai` or `anthropic`.
+/// The environment variable choosing the provider explicitly: `openai`, `openai-responses`
+/// or `anthropic`.
 pub const PROVIDER_VAR: &str = "ACP_PROVIDER";
 
 /// The provider the environment configures, and the model `ACP_MODEL` names (if set).
 ///
 /// The rule:
-/// 1. `ACP_PROVIDER=openai` or `ACP_PROVIDER=anthropic` decides, when set.
+/// 1. `ACP_PROVIDER=openai`, `ACP_PROVIDER=openai-responses` (OpenAI's Responses API,
+///    [`OpenAiResponses::from_env`]: the same variables as `openai`) or
+///    `ACP_PROVIDER=anthropic` decides, when set.
 /// 2. Else Anthropic ([`Anthropic::from_env`]) when `ANTHROPIC_API_KEY` or
 ///    `ANTHROPIC_BASE_URL` is set and neither `OPENAI_API_KEY` nor `OPENAI_BASE_URL` is.
 /// 3. Else an OpenAI-compatible API ([`OpenAi::from_env`]: `OPENAI_BASE_URL`, default
@@ -34,7 +37,9 @@ pub const PROVIDER_VAR: &str = "ACP_PROVIDER";
 /// ```
 pub fn from_env() -> Result<(Arc<dyn Provider>, Option<String>)> {
     let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let provider: Arc<dyn Provider> = if is_anthropic(var)? {
+    let provider: Arc<dyn Provider> = if var(PROVIDER_VAR).as_deref() == Some("openai-responses") {
+        Arc::new(OpenAiResponses::from_env()?)
+    } else if is_anthropic(var)? {
         Arc::new(Anthropic::from_env()?)
     } else {
         Arc::new(OpenAi::from_env()?)
@@ -50,9 +55,10 @@ fn is_anthropic(var: impl Fn(&str) -> Option<String>) -> Result<bool> {
             && var(openai::API_KEY_VAR).is_none()
             && var(openai::BASE_URL_VAR).is_none()),
         Some("anthropic") => Ok(true),
-        Some("openai") => Ok(false),
+        Some("openai" | "openai-responses") => Ok(false),
         Some(other) => Err(Error::msg(format!(
-            "{PROVIDER_VAR}=`{other}` names no provider: write `openai` or `anthropic`"
+            "{PROVIDER_VAR}=`{other}` names no provider: write `openai`, `openai-responses` or \
+             `anthropic`"
         ))),
     }
 }
@@ -87,7 +93,8 @@ mod tests {
         let error = rule(&[("ACP_PROVIDER", "gemini")]).unwrap_err().to_string();
         assert_eq!(
             error,
-            "ACP_PROVIDER=`gemini` names no provider: write `openai` or `anthropic`"
+            "ACP_PROVIDER=`gemini` names no provider: write `openai`, `openai-responses` or \
+             `anthropic`"
         );
     }
 }

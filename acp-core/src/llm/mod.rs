@@ -1,9 +1,10 @@
-//! A language model in the loop (feature `llm`): the two wire formats that cover nearly every
+//! A language model in the loop (feature `llm`): the wire formats that cover nearly every
 //! model, streamed, and the loop that runs a conversation through the session's tool table.
 //!
 //! - [`Provider`]: one model API. [`OpenAi`] speaks OpenAI Chat Completions
 //!   (OpenAI itself and every compatible server: llama.cpp, vLLM, Ollama, LM Studio,
-//!   OpenRouter…), [`Anthropic`] the Anthropic Messages API. Each turns
+//!   OpenRouter…), [`OpenAiResponses`] OpenAI's Responses API (stateless), [`Anthropic`]
+//!   the Anthropic Messages API. Each turns
 //!   a [`Request`] into a stream of [`Event`]s: text, reasoning, tool calls (their arguments
 //!   arriving in pieces, several at once), usage, and why the model stopped.
 //! - The loop (`run.rs`): model text streams into message chunks and reasoning into thought
@@ -21,7 +22,8 @@
 //! | `mod.rs` | the provider-neutral types: [`Message`], [`Part`], [`ToolSpec`], [`Request`], [`Event`], [`Usage`], [`Stop`]; the [`Provider`] trait |
 //! | `http.rs` | POSTing a request and reading its server-sent events; provider errors, retries with backoff |
 //! | `openai.rs` | OpenAI Chat Completions: the request body, the stream's chunks as [`Event`]s |
-//! | `anthropic.rs` | Anthropic Messages: the request body, the stream's events as [`Event`]s |
+//! | `responses.rs` | OpenAI Responses, stateless: the request body (input items), the stream's events as [`Event`]s |
+//! | `anthropic.rs` | Anthropic Messages: the request body (with its cache breakpoints), the stream's events as [`Event`]s |
 //! | `env.rs` | which provider and model the environment configures ([`from_env`]) |
 //! | `run.rs` | the loop: [`Model`] and [`Model::run`] |
 //! | `conversation.rs` | [`Conversation`], the session's history with its model (a `Persist` value) |
@@ -63,7 +65,10 @@ pub enum Part {
     Reasoning {
         /// The reasoning text.
         text: String,
-        /// The provider's signature of it (Anthropic's `signature`), if any.
+        /// The provider's signature of it, if any: Anthropic's `signature`, or an OpenAI
+        /// Responses reasoning item with its encrypted content, as a JSON object
+        /// (`{"type":"reasoning","id":…,"encrypted_content":…}`; each provider sends back only
+        /// its own kind).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
     },
@@ -151,6 +156,17 @@ pub struct Request<'a> {
     /// The most tokens the answer may have (a provider default when `None`; Anthropic
     /// requires one, and its client fills in a default).
     pub max_tokens: Option<u32>,
+    /// A stable key naming the conversation (the session's id), sent as OpenAI's
+    /// `prompt_cache_key` (Chat Completions and Responses) when [`prompt_caching`] is on, so
+    /// that the calls of one conversation land where its prefix is cached. `None`: no key.
+    ///
+    /// [`prompt_caching`]: Self::prompt_caching
+    pub cache_key: Option<&'a str>,
+    /// Whether to ask the provider to cache the prompt: Anthropic's `cache_control`
+    /// breakpoints (on the system prompt, the last tool and the last message), OpenAI's
+    /// [`cache_key`](Self::cache_key). OpenAI caches long prompts whatever is sent; off, no
+    /// breakpoint and no key are sent.
+    pub prompt_caching: bool,
 }
 
 /// Tokens one model call used.
@@ -162,6 +178,9 @@ pub struct Usage {
     pub output_tokens: u64,
     /// Of the input, tokens read from the provider's cache, if it says.
     pub cached_input_tokens: Option<u64>,
+    /// Of the input, tokens written to the provider's cache (Anthropic's
+    /// `cache_creation_input_tokens`), if it says.
+    pub cache_write_tokens: Option<u64>,
     /// Of the output, reasoning tokens, if it says.
     pub reasoning_tokens: Option<u64>,
 }
@@ -190,7 +209,8 @@ pub enum Event {
     Text(String),
     /// More of the model's reasoning.
     Reasoning(String),
-    /// The signature of the reasoning so far (Anthropic), to send back with it.
+    /// The signature of the reasoning so far (Anthropic's; OpenAI Responses' encrypted
+    /// reasoning item, see [`Part::Reasoning`]), to send back with it.
     ReasoningSignature(String),
     /// The model started a tool call: `index` tells its later [`Event::ToolCallArguments`]
     /// apart from those of other calls of the same answer.
@@ -279,6 +299,10 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
 pub enum Api {
     /// OpenAI's Chat Completions, and every server compatible with it ([`OpenAi`]).
     OpenAi,
+    /// OpenAI's Responses API ([`OpenAiResponses`]). An editor sees it as `openai`
+    /// (`providers/list`); pointed elsewhere with `openai`, the endpoint speaks Chat
+    /// Completions.
+    OpenAiResponses,
     /// Anthropic's Messages API ([`Anthropic`]).
     Anthropic,
 }
@@ -296,19 +320,21 @@ pub mod anthropic;
 mod env;
 mod http;
 pub mod openai;
+pub mod responses;
 
 pub use anthropic::Anthropic;
 pub use env::{MODEL_VAR, PROVIDER_VAR, from_env};
 pub use http::Retry;
 pub use openai::OpenAi;
+pub use responses::OpenAiResponses;
 
 mod compact;
 mod conversation;
 #[cfg(feature = "llm-providers")]
 pub mod providers;
 mod run;
-mod task;
 pub mod scripted;
+mod task;
 
 pub use conversation::Conversation;
 #[cfg(feature = "llm-providers")]

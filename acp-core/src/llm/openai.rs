@@ -2,7 +2,7 @@
 //! vLLM, Ollama, LM Studio, OpenRouter, DeepSeek…).
 //!
 //! Owns: the request body (`POST {base}/chat/completions`, `stream: true` with
-//! `stream_options.include_usage`), and the stream's chunks as [`Event`]s: `delta.content`,
+//! `stream_options.include_usage`, the session's `prompt_cache_key`), and the stream's chunks as [`Event`]s: `delta.content`,
 //! `delta.reasoning_content` / `delta.reasoning` (how the compatible servers stream
 //! reasoning), `delta.tool_calls` in pieces, the usage-only last chunk, `finish_reason`,
 //! `[DONE]`.
@@ -44,7 +44,15 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// # async fn demo() -> acp_core::Result<()> {
 /// let model = OpenAi::new("http://127.0.0.1:8080/v1", None)?;
 /// let messages = [Message::user("Say hello")];
-/// let request = Request { model: "gemma", system: None, messages: &messages, tools: &[], max_tokens: None };
+/// let request = Request {
+///     model: "gemma",
+///     system: None,
+///     messages: &messages,
+///     tools: &[],
+///     max_tokens: None,
+///     cache_key: None,
+///     prompt_caching: true,
+/// };
 /// let mut events = model.stream(request).await?;
 /// while let Some(event) = events.next().await {
 ///     tracing::info!(?event);
@@ -148,6 +156,9 @@ fn body(request: &Request<'_>) -> Value {
     }
     if let Some(max) = request.max_tokens {
         body["max_tokens"] = json!(max);
+    }
+    if let Some(key) = request.cache_key.filter(|_| request.prompt_caching) {
+        body["prompt_cache_key"] = json!(key);
     }
     body
 }
@@ -375,6 +386,7 @@ fn usage_of(usage: &Value) -> Usage {
         input_tokens: n("/prompt_tokens").unwrap_or(0),
         output_tokens: n("/completion_tokens").unwrap_or(0),
         cached_input_tokens: n("/prompt_tokens_details/cached_tokens"),
+        cache_write_tokens: None,
         reasoning_tokens: n("/completion_tokens_details/reasoning_tokens"),
     }
 }

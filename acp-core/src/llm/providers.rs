@@ -234,7 +234,7 @@ impl Endpoints {
 
 fn protocol_of(api: Api) -> LlmProtocol {
     match api {
-        Api::OpenAi => LlmProtocol::OpenAi,
+        Api::OpenAi | Api::OpenAiResponses => LlmProtocol::OpenAi,
         Api::Anthropic => LlmProtocol::Anthropic,
     }
 }

@@ -45,8 +45,12 @@ pub struct Model {
     /// When and with which model the conversation is compacted.
     pub(super) compaction: Compacting,
     /// Which of the session's tools the model is offered (all, by default).
-    pub(super) allowed: Option<Arc<dyn Fn(&ToolDef) -> bool + Send + Sync>>,
+    pub(super) allowed: Option<ToolFilter>,
+    pub(super) prompt_caching: bool,
 }
+
+/// Which tools a [`Model`] is offered ([`Model::allow_tools`]).
+type ToolFilter = Arc<dyn Fn(&ToolDef) -> bool + Send + Sync>;
 
 /// When a [`Model`]'s conversation is compacted, and by which model.
 #[derive(Clone)]
@@ -96,6 +100,7 @@ impl Model {
             context_window: None,
             compaction: Compacting::default(),
             allowed: None,
+            prompt_caching: true,
         }
     }
 
@@ -137,6 +142,14 @@ impl Model {
     /// `usage_update` (tokens in use out of this many), which editors show as a gauge.
     pub fn context_window(mut self, tokens: u64) -> Self {
         self.context_window = Some(tokens);
+        self
+    }
+
+    /// Whether to ask the provider to cache the prompt (on by default): Anthropic's
+    /// `cache_control` breakpoints, OpenAI's `prompt_cache_key` (the session's id); see
+    /// [`Request::prompt_caching`].
+    pub fn prompt_caching(mut self, on: bool) -> Self {
+        self.prompt_caching = on;
         self
     }
 
@@ -202,6 +215,8 @@ impl Model {
                 messages: &messages,
                 tools: &specs,
                 max_tokens: self.max_tokens,
+                cache_key: Some(&cx.id().0),
+                prompt_caching: self.prompt_caching,
             };
             let mut answer = Answer::default();
             let outcome = self.call(cx, request, &tools, &mut answer).await;
@@ -219,7 +234,8 @@ impl Model {
                         u.output_tokens,
                     )
                     .thought_tokens(u.reasoning_tokens)
-                    .cached_read_tokens(u.cached_input_tokens),
+                    .cached_read_tokens(u.cached_input_tokens)
+                    .cached_write_tokens(u.cache_write_tokens),
                 );
             }
             cx.state::<super::compact::ContextUse>()
@@ -365,7 +381,9 @@ impl Answer {
                 cx.thought(text).await?;
             }
             Event::ReasoningSignature(sig) => match self.parts.last_mut() {
-                Some(Part::Reasoning { signature, .. }) => *signature = Some(sig),
+                Some(Part::Reasoning { signature, .. }) if signature.is_none() => {
+                    *signature = Some(sig)
+                }
                 _ => self.parts.push(Part::Reasoning {
                     text: String::new(),
                     signature: Some(sig),
@@ -460,7 +478,12 @@ async fn run_calls(cx: &Session, calls: Vec<Named>, offered: &[ToolDef]) -> (Vec
             let _ = call.shown.fail("cancelled").await;
             ("cancelled by the user".to_owned(), true)
         } else if !offered.iter().any(|t| t.name == call.name) {
-            let message = format!("there is no tool `{}` here", call.name);
+            let names: Vec<String> = offered.iter().map(|t| format!("`{}`", t.name)).collect();
+            let message = format!(
+                "there is no tool named `{}`; the tools are {}",
+                call.name,
+                names.join(", ")
+            );
             let _ = call.shown.fail(&message).await;
             (message, true)
         } else {

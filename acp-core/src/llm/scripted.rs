@@ -140,6 +140,10 @@ pub struct Recorded {
     pub tools: Vec<ToolSpec>,
     /// The token limit.
     pub max_tokens: Option<u32>,
+    /// The conversation's cache key ([`Request::cache_key`]).
+    pub cache_key: Option<String>,
+    /// Whether prompt caching was asked for ([`Request::prompt_caching`]).
+    pub prompt_caching: bool,
 }
 
 impl Recorded {
@@ -309,6 +313,8 @@ impl Provider for Scripted {
             messages: request.messages.to_vec(),
             tools: request.tools.to_vec(),
             max_tokens: request.max_tokens,
+            cache_key: request.cache_key.map(str::to_owned),
+            prompt_caching: request.prompt_caching,
         });
         let queued = lock(&self.inner.queue).pop_front();
         let reply = queued.or_else(|| self.inner.script.as_ref().map(|s| s(&request)));

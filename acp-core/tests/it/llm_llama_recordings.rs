@@ -16,6 +16,8 @@ fn request<'a>(messages: &'a [Message]) -> Request<'a> {
         messages,
         tools: &[],
         max_tokens: None,
+        cache_key: None,
+        prompt_caching: false,
     }
 }
 

@@ -75,6 +75,8 @@ async fn thinking_text_and_two_tool_calls_with_pings() {
         messages: &messages,
         tools: &tools,
         max_tokens: None,
+        cache_key: None,
+        prompt_caching: false,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -86,6 +88,7 @@ async fn thinking_text_and_two_tool_calls_with_pings() {
         input_tokens: 472 + 2048,
         output_tokens: 2,
         cached_input_tokens: Some(2048),
+        cache_write_tokens: Some(0),
         reasoning_tokens: None,
     };
     assert_eq!(
@@ -163,6 +166,8 @@ async fn text_with_split_utf8_and_max_tokens() {
         messages: &messages,
         tools: &[],
         max_tokens: Some(100),
+        cache_key: None,
+        prompt_caching: false,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -199,6 +204,8 @@ async fn an_overloaded_error_event_before_any_output_is_retried() {
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        cache_key: None,
+        prompt_caching: false,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -226,6 +233,8 @@ async fn an_error_event_after_output_ends_the_stream_with_its_message() {
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        cache_key: None,
+        prompt_caching: false,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert_eq!(text(&events), "Half an ans");
@@ -236,4 +245,192 @@ async fn an_error_event_after_output_ends_the_stream_with_its_message() {
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(server.requests().len(), 1);
+}
+
+/// A conversation ending with tool results, two tools, a system prompt.
+fn cached_conversation() -> (Vec<Message>, Vec<ToolSpec>) {
+    let messages = vec![
+        Message::user("Read both."),
+        Message {
+            role: Role::Assistant,
+            content: vec![
+                Part::Text {
+                    text: "Reading.".into(),
+                },
+                Part::ToolCall {
+                    id: "toolu_1".into(),
+                    name: "read".into(),
+                    arguments: json!({"path": "a.rs"}),
+                },
+            ],
+        },
+        Message {
+            role: Role::User,
+            content: vec![
+                Part::ToolResult {
+                    id: "toolu_1".into(),
+                    content: "fn a() {}".into(),
+                    is_error: false,
+                },
+                Part::Text {
+                    text: "And now?".into(),
+                },
+            ],
+        },
+    ];
+    let tool = |name: &str| ToolSpec {
+        name: name.into(),
+        description: format!("The {name} tool."),
+        parameters: json!({"type": "object"}),
+    };
+    (messages, vec![tool("read"), tool("grep")])
+}
+
+/// Every `cache_control` in `value`, as the JSON pointer of the object holding it.
+fn breakpoints(value: &serde_json::Value, at: String, found: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if map.contains_key("cache_control") {
+                found.push(at.clone());
+            }
+            for (key, value) in map {
+                breakpoints(value, format!("{at}/{key}"), found);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (i, value) in items.iter().enumerate() {
+                breakpoints(value, format!("{at}/{i}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn prompt_caching_marks_the_system_prompt_the_last_tool_and_the_last_message() {
+    let server = Server::start(vec![Reply::recording("anthropic_cache.sse")]).await;
+    let model = Anthropic::new(server.url.clone(), None).unwrap();
+    let (messages, tools) = cached_conversation();
+    let request = Request {
+        model: "claude-sonnet-4-5",
+        system: Some("You are terse."),
+        messages: &messages,
+        tools: &tools,
+        max_tokens: None,
+        cache_key: Some("sess_1"),
+        prompt_caching: true,
+    };
+    let (events, error) = collect(model.stream(request).await.unwrap()).await;
+    assert!(error.is_none(), "{error:?}");
+    // The cache's reads and writes count as input, and are told apart; a later usage
+    // without them keeps them.
+    let usage = |output_tokens| {
+        Event::Usage(Usage {
+            input_tokens: 21 + 1830 + 4096,
+            output_tokens,
+            cached_input_tokens: Some(4096),
+            cache_write_tokens: Some(1830),
+            reasoning_tokens: None,
+        })
+    };
+    assert_eq!(
+        events,
+        [
+            usage(1),
+            Event::Text("Cached.".into()),
+            usage(12),
+            Event::Stop(Stop::EndTurn)
+        ]
+    );
+
+    let body = &server.requests()[0].body;
+    let mut found = Vec::new();
+    breakpoints(body, String::new(), &mut found);
+    assert_eq!(
+        found,
+        ["/messages/2/content/1", "/system/0", "/tools/1"],
+        "{body:#}"
+    );
+    let ephemeral = json!({"type": "ephemeral"});
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "You are terse.", "cache_control": ephemeral}])
+    );
+    assert_eq!(body["tools"][1]["cache_control"], ephemeral);
+    assert_eq!(body["tools"][0].get("cache_control"), None);
+    assert_eq!(
+        body["messages"][2]["content"][1],
+        json!({"type": "text", "text": "And now?", "cache_control": ephemeral})
+    );
+    // The session's key is OpenAI's: Anthropic is sent none.
+    assert_eq!(body.get("prompt_cache_key"), None);
+}
+
+#[tokio::test]
+async fn with_prompt_caching_off_no_breakpoint_is_sent() {
+    let server = Server::start(vec![Reply::recording("anthropic_cache.sse")]).await;
+    let model = Anthropic::new(server.url.clone(), None).unwrap();
+    let (messages, tools) = cached_conversation();
+    let request = Request {
+        model: "claude-sonnet-4-5",
+        system: Some("You are terse."),
+        messages: &messages,
+        tools: &tools,
+        max_tokens: None,
+        cache_key: Some("sess_1"),
+        prompt_caching: false,
+    };
+    let (_, error) = collect(model.stream(request).await.unwrap()).await;
+    assert!(error.is_none(), "{error:?}");
+    let body = &server.requests()[0].body;
+    let mut found = Vec::new();
+    breakpoints(body, String::new(), &mut found);
+    assert!(found.is_empty(), "{found:?}");
+    assert_eq!(body["system"], "You are terse.");
+}
+
+#[tokio::test]
+async fn the_last_breakpoint_skips_a_thinking_block_and_reasoning_of_openai_is_not_sent() {
+    let server = Server::start(vec![Reply::recording("anthropic_cache.sse")]).await;
+    let model = Anthropic::new(server.url.clone(), None).unwrap();
+    let messages = vec![
+        Message::user("Go on."),
+        Message {
+            role: Role::Assistant,
+            content: vec![
+                Part::Reasoning {
+                    text: "OpenAI's.".into(),
+                    signature: Some(
+                        r#"{"type":"reasoning","id":"rs_1","encrypted_content":"gAAA"}"#.into(),
+                    ),
+                },
+                Part::Text {
+                    text: "Partly".into(),
+                },
+                Part::Reasoning {
+                    text: "Claude's.".into(),
+                    signature: Some("c2lnbg==".into()),
+                },
+            ],
+        },
+    ];
+    let request = Request {
+        model: "claude-sonnet-4-5",
+        system: None,
+        messages: &messages,
+        tools: &[],
+        max_tokens: None,
+        cache_key: None,
+        prompt_caching: true,
+    };
+    let (_, error) = collect(model.stream(request).await.unwrap()).await;
+    assert!(error.is_none(), "{error:?}");
+    let body = &server.requests()[0].body;
+    assert_eq!(
+        body["messages"][1]["content"],
+        json!([
+            {"type": "text", "text": "Partly", "cache_control": {"type": "ephemeral"}},
+            {"type": "thinking", "thinking": "Claude's.", "signature": "c2lnbg=="},
+        ])
+    );
 }

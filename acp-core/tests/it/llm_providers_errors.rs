@@ -29,6 +29,8 @@ fn request(messages: &[Message]) -> Request<'_> {
         messages,
         tools: &[],
         max_tokens: None,
+        cache_key: None,
+        prompt_caching: false,
     }
 }
 

@@ -71,6 +71,8 @@ async fn text_in_many_chunks_with_split_utf8_then_usage_then_stop() {
         messages: &messages,
         tools: &tools,
         max_tokens: Some(512),
+        cache_key: None,
+        prompt_caching: false,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -90,6 +92,7 @@ async fn text_in_many_chunks_with_split_utf8_then_usage_then_stop() {
                 input_tokens: 42,
                 output_tokens: 9,
                 cached_input_tokens: Some(12),
+                cache_write_tokens: None,
                 reasoning_tokens: Some(0)
             }),
             Event::Stop(Stop::EndTurn),
@@ -143,6 +146,8 @@ async fn two_parallel_tool_calls_with_interleaved_arguments() {
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        cache_key: None,
+        prompt_caching: false,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -171,6 +176,7 @@ async fn two_parallel_tool_calls_with_interleaved_arguments() {
                 input_tokens: 310,
                 output_tokens: 48,
                 cached_input_tokens: Some(0),
+                cache_write_tokens: None,
                 reasoning_tokens: Some(20)
             }),
             Event::Stop(Stop::ToolUse),
@@ -205,6 +211,8 @@ async fn reasoning_content_of_llama_cpp_and_reasoning_of_openrouter() {
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        cache_key: None,
+        prompt_caching: false,
     };
 
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
@@ -225,6 +233,7 @@ async fn reasoning_content_of_llama_cpp_and_reasoning_of_openrouter() {
                 input_tokens: 17,
                 output_tokens: 11,
                 cached_input_tokens: None,
+                cache_write_tokens: None,
                 reasoning_tokens: None
             }),
             Event::Stop(Stop::EndTurn),
@@ -243,9 +252,38 @@ async fn reasoning_content_of_llama_cpp_and_reasoning_of_openrouter() {
                 input_tokens: 9,
                 output_tokens: 30,
                 cached_input_tokens: None,
+                cache_write_tokens: None,
                 reasoning_tokens: Some(28)
             }),
             Event::Stop(Stop::EndTurn),
         ]
     );
+}
+
+#[tokio::test]
+async fn the_sessions_prompt_cache_key_is_sent_unless_caching_is_off() {
+    let server = Server::start(vec![
+        Reply::recording("openai_tools.sse"),
+        Reply::recording("openai_tools.sse"),
+    ])
+    .await;
+    let model = OpenAi::new(format!("{}/v1", server.url), None).unwrap();
+    let messages = [Message::user("Find main.")];
+    let mut request = Request {
+        model: "m",
+        system: None,
+        messages: &messages,
+        tools: &[],
+        max_tokens: None,
+        cache_key: Some("sess_7f3a"),
+        prompt_caching: true,
+    };
+    let (_, error) = collect(model.stream(request).await.unwrap()).await;
+    assert!(error.is_none(), "{error:?}");
+    request.prompt_caching = false;
+    let (_, error) = collect(model.stream(request).await.unwrap()).await;
+    assert!(error.is_none(), "{error:?}");
+    let requests = server.requests();
+    assert_eq!(requests[0].body["prompt_cache_key"], "sess_7f3a");
+    assert_eq!(requests[1].body.get("prompt_cache_key"), None);
 }

@@ -34,6 +34,8 @@ mod llm_providers_anthropic;
 mod llm_providers_errors;
 #[cfg(feature = "llm")]
 mod llm_providers_openai;
+#[cfg(feature = "llm")]
+mod llm_providers_responses;
 mod local;
 #[cfg(feature = "http")]
 mod net;
