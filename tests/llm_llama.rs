@@ -147,6 +147,7 @@ fn hello(messages: &[Message]) -> Request<'_> {
         messages,
         tools: &[],
         max_tokens: Some(24),
+        temperature: None,
     }
 }
 

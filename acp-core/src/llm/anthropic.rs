@@ -50,6 +50,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 ///     messages: &messages,
 ///     tools: &[],
 ///     max_tokens: Some(1024),
+///     temperature: None,
 /// };
 /// let _events = model.stream(request).await?;
 /// # Ok(()) }
@@ -143,6 +144,9 @@ fn body(request: &Request<'_>) -> Value {
     });
     if let Some(system) = request.system {
         body["system"] = json!(system);
+    }
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
     }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request

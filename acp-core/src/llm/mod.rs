@@ -22,7 +22,7 @@
 //! | `http.rs` | POSTing a request and reading its server-sent events; provider errors, retries with backoff |
 //! | `openai.rs` | OpenAI Chat Completions: the request body, the stream's chunks as [`Event`]s |
 //! | `anthropic.rs` | Anthropic Messages: the request body, the stream's events as [`Event`]s |
-//! | `env.rs` | which provider and model the environment configures ([`from_env`]) |
+//! | `env.rs` | which provider, model and settings the environment configures ([`from_env`], [`Model::from_env`]) |
 //! | `run.rs` | the loop: [`Model`] and [`Model::run`] |
 //! | `conversation.rs` | [`Conversation`], the session's history with its model (a `Persist` value) |
 //! | `providers.rs` | `Endpoint`: a provider the editor may reroute or disable (`providers/*`) |
@@ -151,6 +151,8 @@ pub struct Request<'a> {
     /// The most tokens the answer may have (a provider default when `None`; Anthropic
     /// requires one, and its client fills in a default).
     pub max_tokens: Option<u32>,
+    /// The sampling temperature (a provider default when `None`).
+    pub temperature: Option<f32>,
 }
 
 /// Tokens one model call used.
@@ -298,8 +300,11 @@ mod http;
 pub mod openai;
 
 pub use anthropic::Anthropic;
-pub use env::{MODEL_VAR, PROVIDER_VAR, from_env};
-pub use http::Retry;
+pub use env::{
+    CONTEXT_WINDOW_VAR, DEFAULT_MAX_TOKENS, MAX_TOKENS_VAR, MODEL_VAR, PROVIDER_VAR,
+    TEMPERATURE_VAR, from_env,
+};
+pub use http::{CallHooks, Retry, RetryWait};
 pub use openai::OpenAi;
 
 mod conversation;
@@ -311,4 +316,4 @@ pub mod scripted;
 pub use conversation::Conversation;
 #[cfg(feature = "llm-providers")]
 pub use providers::Endpoint;
-pub use run::Model;
+pub use run::{DEFAULT_PARALLEL_TOOL_CALLS, Model};

@@ -44,7 +44,7 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// # async fn demo() -> acp_core::Result<()> {
 /// let model = OpenAi::new("http://127.0.0.1:8080/v1", None)?;
 /// let messages = [Message::user("Say hello")];
-/// let request = Request { model: "gemma", system: None, messages: &messages, tools: &[], max_tokens: None };
+/// let request = Request { model: "gemma", system: None, messages: &messages, tools: &[], max_tokens: None, temperature: None };
 /// let mut events = model.stream(request).await?;
 /// while let Some(event) = events.next().await {
 ///     tracing::info!(?event);
@@ -148,6 +148,9 @@ fn body(request: &Request<'_>) -> Value {
     }
     if let Some(max) = request.max_tokens {
         body["max_tokens"] = json!(max);
+    }
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
     }
     body
 }

@@ -140,6 +140,8 @@ pub struct Recorded {
     pub tools: Vec<ToolSpec>,
     /// The token limit.
     pub max_tokens: Option<u32>,
+    /// The sampling temperature.
+    pub temperature: Option<f32>,
 }
 
 impl Recorded {
@@ -309,6 +311,7 @@ impl Provider for Scripted {
             messages: request.messages.to_vec(),
             tools: request.tools.to_vec(),
             max_tokens: request.max_tokens,
+            temperature: request.temperature,
         });
         let queued = lock(&self.inner.queue).pop_front();
         let reply = queued.or_else(|| self.inner.script.as_ref().map(|s| s(&request)));

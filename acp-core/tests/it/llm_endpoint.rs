@@ -160,6 +160,7 @@ async fn the_editor_lists_reroutes_through_its_gateway_with_its_headers_and_is_r
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        temperature: None,
     };
     let error = match spare.stream(request).await {
         Err(e) => e.to_string(),

@@ -16,6 +16,7 @@ fn request<'a>(messages: &'a [Message]) -> Request<'a> {
         messages,
         tools: &[],
         max_tokens: None,
+        temperature: None,
     }
 }
 

@@ -75,6 +75,7 @@ async fn thinking_text_and_two_tool_calls_with_pings() {
         messages: &messages,
         tools: &tools,
         max_tokens: None,
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -163,6 +164,7 @@ async fn text_with_split_utf8_and_max_tokens() {
         messages: &messages,
         tools: &[],
         max_tokens: Some(100),
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -199,6 +201,7 @@ async fn an_overloaded_error_event_before_any_output_is_retried() {
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -226,6 +229,7 @@ async fn an_error_event_after_output_ends_the_stream_with_its_message() {
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert_eq!(text(&events), "Half an ans");

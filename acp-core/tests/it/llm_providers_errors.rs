@@ -29,6 +29,7 @@ fn request(messages: &[Message]) -> Request<'_> {
         messages,
         tools: &[],
         max_tokens: None,
+        temperature: None,
     }
 }
 

@@ -71,6 +71,7 @@ async fn text_in_many_chunks_with_split_utf8_then_usage_then_stop() {
         messages: &messages,
         tools: &tools,
         max_tokens: Some(512),
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -143,6 +144,7 @@ async fn two_parallel_tool_calls_with_interleaved_arguments() {
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -205,6 +207,7 @@ async fn reasoning_content_of_llama_cpp_and_reasoning_of_openrouter() {
         messages: &messages,
         tools: &[],
         max_tokens: None,
+        temperature: None,
     };
 
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
