@@ -85,7 +85,7 @@ impl Model {
     /// The model the environment configures, whole: the provider and model name of
     /// [`from_env`] (`default_model` when `ACP_MODEL` is not set), with the settings of
     /// [`with_env_settings`](Self::with_env_settings). Every agent built on it reads the
-    /// same variables (see the table in the [module](super)'s `env.rs`, and below).
+    /// same variables, so a user configures them once for all such agents:
     ///
     /// | variable | sets | default |
     /// | --- | --- | --- |

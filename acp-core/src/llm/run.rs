@@ -290,8 +290,8 @@ impl Model {
                 None | Some(Ok(Event::Stop(_))) => break Ok(()),
                 Some(Err(e)) => break Err(e),
                 Some(Ok(Event::Text(more))) if !more.is_empty() => {
-                    if stream {
-                        cx.message(more.clone()).await?;
+                    if stream && let Err(e) = cx.message(more.clone()).await {
+                        break Err(e);
                     }
                     text.push_str(&more);
                 }
