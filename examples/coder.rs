@@ -198,10 +198,12 @@ impl Coder {
         let config = Config::find().map_err(auth_required)?;
         later.slot.set(Some(config.provider));
         let small = var("ACP_SMALL_MODEL").unwrap_or_else(|| config.model.clone());
-        let mut main = Model::new(later.endpoint.clone(), config.model).max_turn_requests(100);
-        if let Some(window) = var("ACP_CONTEXT_WINDOW").and_then(|w| w.parse().ok()) {
-            main = main.context_window(window);
-        }
+        // `ACP_MAX_TOKENS`, `ACP_CONTEXT_WINDOW`, `ACP_TEMPERATURE`: read as every agent
+        // built on `acp::llm` reads them.
+        let main = Model::new(later.endpoint.clone(), config.model)
+            .max_turn_requests(100)
+            .with_env_settings()
+            .map_err(|e| auth_required(e.to_string()))?;
         let made = Arc::new(Models::new(main, &small, config.from_sign_in));
         *models = Some(made.clone());
         Ok(made)

@@ -319,7 +319,7 @@ pub use acp_macros::agent;
 /// | `kind = "…"` | the icon the client shows: `read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`, `switch_mode`, `other` | `other` |
 /// | `title = "…"` | the title shown, with `{param}` placeholders filled from the arguments (`{{`/`}}` for braces); placeholders are checked at compile time | the tool's name |
 /// | `permission` (or `permission = bool`) | ask the user before running | no |
-/// | `check = Self::may_run` | a method of the impl, `fn may_run(&self, cx: &Session) -> acp::Result<()>` (or `async fn`), run before the permission request: an `Err` refuses the call (shown failed with the error's message, the user is not asked, the body does not run, the call returns the error) | none |
+/// | `check = Self::may_run` | a method of the impl, `fn may_run(&self, cx: &Session) -> acp::Result<()>` (or `async fn`), run before the permission request: an `Err` refuses the call (shown failed with the error's message, the user is not asked, the body does not run, the call returns the error); it also runs before each model call of `acp::llm::Model::run`, and a tool it refuses is not offered to the model (`cx.available_tools()`) | none |
 /// | `name = "…"` | the tool's name for calls by name (1–64 of `A-Za-z0-9_-`, unique) | the method's name |
 /// | `requires(terminal, fs, fs_read, fs_write)` | client capabilities the tool cannot run without: with a client lacking one (and no [`Server::local_fallback`] doing it locally), the tool is left out of [`Session::tools`] and a call fails with [`Error::Unsupported`] before anything is sent | none |
 ///

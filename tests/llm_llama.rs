@@ -149,6 +149,7 @@ fn hello(messages: &[Message]) -> Request<'_> {
         max_tokens: Some(24),
         cache_key: None,
         prompt_caching: false,
+        temperature: None,
     }
 }
 

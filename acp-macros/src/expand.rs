@@ -27,10 +27,13 @@ pub(crate) fn agent(mut agent: Agent) -> TokenStream {
     let mut defs = Vec::new();
     let mut arms = Vec::new();
     let mut names = Vec::new();
+    let mut check_arms = Vec::new();
     for f in &agent.fns {
         let Role::Tool(t) = &f.role else { continue };
         let cfgs = &f.cfgs;
         consts.push(tool::constant(t, cfgs, &p));
+        consts.extend(tool::check_method(t, cfgs, &p));
+        check_arms.extend(tool::check_arm(t, cfgs));
         defs.push(tool::def(t, cfgs, &p));
         arms.push(tool::dispatch_arm(t, cfgs, &p));
         let name = t.name().0;
@@ -98,6 +101,19 @@ pub(crate) fn agent(mut agent: Agent) -> TokenStream {
                     match __acp_name {
                         #(#arms)*
                         _ => ::core::result::Result::Err(#p::unknown_tool(__acp_name, &[#(#names),*])),
+                    }
+                }
+            }
+
+            fn check_tool(
+                &self,
+                __acp_cx: &#p::Session,
+                __acp_name: &str,
+            ) -> impl ::core::future::Future<Output = #p::Result<()>> + ::core::marker::Send {
+                async move {
+                    match __acp_name {
+                        #(#check_arms)*
+                        _ => ::core::result::Result::Ok(()),
                     }
                 }
             }

@@ -632,3 +632,546 @@ async fn each_signature_stays_with_its_own_reasoning() {
         ]
     );
 }
+
+/// An agent whose `slow` tool sleeps (asking permission first), recording how many bodies
+/// started and naming the tool call its body ran in.
+struct Slow {
+    model: Model,
+    started: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[acp::agent(name = "slow")]
+impl Slow {
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+        self.model.run(cx, &prompt).await
+    }
+
+    /// Sleeps `ms` milliseconds, then answers `label`.
+    #[acp::tool(kind = "other", title = "Slow {label}", permission)]
+    async fn slow(&self, cx: &Session, label: String, ms: u64) -> acp::Result<String> {
+        self.started
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        let id = cx.current_tool_call().map(|id| id.to_string());
+        Ok(format!("{label} in {}", id.unwrap_or_default()))
+    }
+}
+
+fn three_slow_calls() -> Reply {
+    // The first made is the slowest: they finish in the reverse of the order made.
+    Reply::new()
+        .tool_call("c1", "slow", json!({"label": "a", "ms": 300}))
+        .tool_call("c2", "slow", json!({"label": "b", "ms": 200}))
+        .tool_call("c3", "slow", json!({"label": "c", "ms": 100}))
+}
+
+async fn slow_client(model: Model, started: Arc<std::sync::atomic::AtomicUsize>) -> TestClient {
+    TestClient::builder()
+        .permissions(PermissionPolicy::AllowOnce)
+        .connect(Slow { model, started })
+        .await
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_calls_of_one_answer_run_together_and_their_results_go_back_in_call_order() {
+    let provider = Scripted::new()
+        .reply(three_slow_calls())
+        .reply(Reply::new().text("Done."));
+    let client = slow_client(Model::new(provider.clone(), "scripted"), Arc::default()).await;
+    let session = client.new_session().await.unwrap();
+    let started = tokio::time::Instant::now();
+    let turn = session.prompt("go").await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(turn.stop_reason(), Some(StopReason::EndTurn));
+    // One after the other they would take 600 ms.
+    assert!(
+        took >= std::time::Duration::from_millis(300)
+            && took < std::time::Duration::from_millis(400),
+        "took {took:?}"
+    );
+    // Each call asked its own permission, and its body ran in its own call.
+    let calls = turn.tool_calls();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    let asked: Vec<&str> = turn
+        .permission_requests()
+        .iter()
+        .map(|r| r["toolCall"]["toolCallId"].as_str().unwrap())
+        .collect();
+    let mut ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+    let mut sorted = asked.clone();
+    sorted.sort_unstable();
+    ids.sort_unstable();
+    assert_eq!(sorted, ids, "one permission request per call");
+    let call_of = |label: &str| {
+        calls
+            .iter()
+            .find(|c| c.title == format!("Slow {label}"))
+            .unwrap_or_else(|| panic!("no call titled Slow {label}: {calls:?}"))
+    };
+    for label in ["a", "b", "c"] {
+        let call = call_of(label);
+        assert_eq!(call.statuses, [Pending, InProgress, Completed], "{label}");
+        assert_eq!(call.text(), format!("{label} in {}", call.id));
+    }
+
+    // In the order the model made the calls, not the order they finished.
+    let requests = provider.requests();
+    let results: Vec<(String, String)> = requests[1]
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .iter()
+        .map(|p| match p {
+            Part::ToolResult {
+                id,
+                content,
+                is_error: false,
+            } => (id.clone(), content.clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let expected: Vec<(String, String)> = [("c1", "a"), ("c2", "b"), ("c3", "c")]
+        .iter()
+        .map(|(id, label)| (id.to_string(), format!("{label} in {}", call_of(label).id)))
+        .collect();
+    assert_eq!(results, expected);
+}
+
+#[tokio::test(start_paused = true)]
+async fn parallel_tool_calls_of_one_runs_them_one_after_the_other() {
+    let provider = Scripted::new()
+        .reply(three_slow_calls())
+        .reply(Reply::new().text("Done."));
+    let model = Model::new(provider.clone(), "scripted").parallel_tool_calls(1);
+    let client = slow_client(model, Arc::default()).await;
+    let session = client.new_session().await.unwrap();
+    let started = tokio::time::Instant::now();
+    session.prompt("go").await.unwrap();
+    assert!(started.elapsed() >= std::time::Duration::from_millis(600));
+}
+
+#[tokio::test]
+async fn a_cancel_stops_every_call_running_and_the_turn_ends_cancelled() {
+    let provider = Scripted::new().reply(
+        Reply::new()
+            .tool_call("c1", "slow", json!({"label": "a", "ms": 60_000}))
+            .tool_call("c2", "slow", json!({"label": "b", "ms": 60_000}))
+            .tool_call("c3", "slow", json!({"label": "c", "ms": 60_000})),
+    );
+    let started = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let client = slow_client(Model::new(provider.clone(), "scripted"), started.clone()).await;
+    let session = client.new_session().await.unwrap();
+    let id = session.start_prompt("go");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while started.load(std::sync::atomic::Ordering::SeqCst) < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the three calls never ran together: {} started",
+            started.load(std::sync::atomic::Ordering::SeqCst)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    session.cancel();
+    let turn = tokio::time::timeout(std::time::Duration::from_secs(10), session.finish(&id))
+        .await
+        .expect("the turn ends at once")
+        .unwrap();
+    assert_eq!(turn.stop_reason(), Some(StopReason::Cancelled));
+    let calls = turn.tool_calls();
+    assert_eq!(calls.len(), 3);
+    assert!(
+        calls.iter().all(|c| c.status() == Some(Failed)),
+        "{calls:?}"
+    );
+    assert_eq!(
+        provider.requests().len(),
+        1,
+        "the model is not called again"
+    );
+}
+
+/// How the gated agent works.
+#[derive(acp::Modes, Clone, Copy, Default, Debug, PartialEq)]
+enum GateMode {
+    /// Answers only.
+    #[default]
+    Ask,
+    /// Commits too.
+    Code,
+}
+
+/// An agent whose `commit` is refused by its check in ask mode.
+struct Gated {
+    model: Model,
+}
+
+#[acp::agent(name = "gated-loop", modes = GateMode)]
+impl Gated {
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+        self.model.run(cx, &prompt).await
+    }
+
+    /// Commits.
+    #[acp::tool(kind = "execute", check = Self::may_commit)]
+    async fn commit(&self, _cx: &Session) -> acp::Result<String> {
+        Ok("committed".into())
+    }
+
+    /// Reads.
+    #[acp::tool(kind = "read")]
+    async fn look(&self, _cx: &Session) -> acp::Result<String> {
+        Ok("looked".into())
+    }
+
+    fn may_commit(&self, cx: &Session) -> acp::Result<()> {
+        match cx.mode::<GateMode>()? {
+            GateMode::Code => Ok(()),
+            GateMode::Ask => Err(acp::Error::msg("not in ask mode")),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_tool_its_check_refuses_in_the_current_mode_is_not_offered() {
+    let provider = Scripted::from_fn(|_| Reply::new().text("ok"));
+    let client = TestClient::builder()
+        .connect(Gated {
+            model: Model::new(provider.clone(), "scripted"),
+        })
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    session.prompt("one").await.unwrap();
+    session.set_mode("code").await.unwrap();
+    session.prompt("two").await.unwrap();
+    let offered: Vec<Vec<String>> = provider
+        .requests()
+        .iter()
+        .map(|r| r.tools.iter().map(|t| t.name.clone()).collect())
+        .collect();
+    assert_eq!(offered, [vec!["look"], vec!["commit", "look"]]);
+}
+
+/// An agent whose `/summary` asks the model for one without tools, streamed; `quiet` asks
+/// for one and says it itself.
+struct Summer {
+    model: Model,
+}
+
+#[acp::agent(name = "summer")]
+impl Summer {
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+        let ask = [Message::user(format!("Summarise: {}", prompt.text()))];
+        if prompt.text().starts_with("quiet") {
+            let summary = self.model.complete(cx, &ask).await?;
+            cx.message(format!("[{summary}]")).await?;
+        } else {
+            self.model.complete_streamed(cx, &ask).await?;
+        }
+        Ok(StopReason::EndTurn)
+    }
+
+    /// Not offered to a one-shot call.
+    #[acp::tool]
+    async fn look(&self, _cx: &Session) -> acp::Result<String> {
+        Ok("looked".into())
+    }
+}
+
+#[tokio::test]
+async fn complete_calls_the_model_without_tools_and_returns_its_text() {
+    let provider = Scripted::new()
+        .reply(
+            Reply::new()
+                .reasoning("hm")
+                .text("Short")
+                .text(" summary.")
+                .usage(7, 3),
+        )
+        .reply(Reply::new().text("Streamed").text(" one.").usage(1, 2));
+    let client = TestClient::builder()
+        .end_turn_usage(true)
+        .connect(Summer {
+            model: Model::new(provider.clone(), "scripted")
+                .system("Summarise.")
+                .max_tokens(100)
+                .temperature(0.5),
+        })
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("quiet talk").await.unwrap();
+    assert_eq!(turn.text(), "[Short summary.]", "only what the agent said");
+    assert_eq!(turn.thoughts(), "");
+    assert_eq!(
+        turn.answer().unwrap()["usage"],
+        json!({"totalTokens": 10, "inputTokens": 7, "outputTokens": 3})
+    );
+    let turn = session.prompt("loud talk").await.unwrap();
+    assert_eq!(turn.text(), "Streamed one.");
+    let chunks = turn
+        .updates()
+        .iter()
+        .filter(|u| matches!(u, SessionUpdate::AgentMessageChunk(_)))
+        .count();
+    assert_eq!(chunks, 2, "streamed as it came");
+
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert!(request.tools.is_empty(), "{:?}", request.tools);
+        assert_eq!(request.system.as_deref(), Some("Summarise."));
+        assert_eq!(request.max_tokens, Some(100));
+        assert_eq!(request.temperature, Some(0.5));
+    }
+    assert_eq!(
+        requests[0].messages,
+        [Message::user("Summarise: quiet talk")]
+    );
+}
+
+/// An agent whose `edit` tool returns a diff of a whole file.
+struct Editor {
+    model: Model,
+}
+
+#[acp::agent(name = "editor")]
+impl Editor {
+    async fn prompt(&self, cx: &Session, prompt: Prompt) -> acp::Result<StopReason> {
+        self.model.run(cx, &prompt).await
+    }
+
+    /// Edits a file: changes its second line.
+    #[acp::tool(kind = "edit")]
+    async fn edit(&self, cx: &Session) -> acp::Result<acp::Diff> {
+        let old: String = (1..=200).map(|i| format!("line {i}\n")).collect();
+        let new = old.replacen("line 2\n", "line two\nline 2b\n", 1);
+        Ok(acp::Diff::new(cx.cwd().join("big.txt"), new).old_text(old))
+    }
+}
+
+#[tokio::test]
+async fn a_diff_reaches_the_model_as_a_summary_and_the_editor_whole() {
+    let provider = Scripted::new()
+        .reply(Reply::new().tool_call("c1", "edit", json!({})))
+        .reply(Reply::new().text("Edited."));
+    let client = TestClient::builder()
+        .connect(Editor {
+            model: Model::new(provider.clone(), "scripted"),
+        })
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("edit").await.unwrap();
+    let calls = turn.tool_calls();
+    let diffs = calls[0].diffs();
+    assert_eq!(diffs.len(), 1, "the editor is shown the diff");
+    assert!(diffs[0].new_text.contains("line two\nline 2b\n"));
+    assert!(diffs[0].old_text.as_deref().unwrap().contains("line 2\n"));
+    let requests = provider.requests();
+    let (id, content, is_error) = tool_result(requests[1].messages.last().unwrap());
+    assert_eq!((id, is_error), ("c1", false));
+    assert_eq!(content, "edited /workspace/big.txt: +2 \u{2212}1 lines");
+}
+
+/// A loopback HTTP server answering each connection with the next of its canned responses
+/// (raw HTTP/1.1, the connection closed after it), recording when each request came.
+struct Loopback {
+    url: String,
+    at: Arc<std::sync::Mutex<Vec<std::time::Instant>>>,
+}
+
+impl Loopback {
+    async fn start(responses: Vec<String>) -> Loopback {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let at = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = at.clone();
+        tokio::spawn(async move {
+            for response in responses {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                // The request: its head, then as many bytes as its content-length says.
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    let n = socket.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    request.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&request).to_string();
+                    if let Some(end) = text.find("\r\n\r\n") {
+                        let length = text[..end]
+                            .lines()
+                            .find_map(|l| {
+                                let (name, value) = l.split_once(':')?;
+                                name.eq_ignore_ascii_case("content-length")
+                                    .then(|| value.trim().parse::<usize>().ok())?
+                            })
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                }
+                record.lock().unwrap().push(std::time::Instant::now());
+                let _ = socket.write_all(response.as_bytes()).await;
+                let _ = socket.shutdown().await;
+            }
+        });
+        Loopback { url, at }
+    }
+
+    fn requests(&self) -> Vec<std::time::Instant> {
+        self.at.lock().unwrap().clone()
+    }
+}
+
+fn rate_limited(retry_after: &str) -> String {
+    let body = r#"{"error":{"message":"Rate limit reached","type":"requests"}}"#;
+    format!(
+        "HTTP/1.1 429 Too Many Requests\r\nretry-after: {retry_after}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// An OpenAI event stream saying `text`; `finished`: with its end, else cut after the text.
+fn answer(text: &str, finished: bool) -> String {
+    let mut out = String::from(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
+    );
+    out.push_str(&format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+    ));
+    if finished {
+        out.push_str(&format!(
+            "data: {}\n\ndata: [DONE]\n\n",
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        ));
+    }
+    out
+}
+
+fn http_model(server: &Loopback) -> Model {
+    let retry = acp::llm::Retry {
+        max_retries: 3,
+        initial_backoff: std::time::Duration::from_millis(50),
+        max_wait: std::time::Duration::from_secs(5),
+    };
+    let provider = acp::llm::OpenAi::new(server.url.clone(), None)
+        .unwrap()
+        .with_retry(retry);
+    Model::new(provider, "m")
+}
+
+#[tokio::test]
+async fn a_rate_limit_is_retried_after_retry_after_and_the_editor_is_told_if_it_takes_notices() {
+    for takes_notices in [true, false] {
+        let server = Loopback::start(vec![rate_limited("1"), answer("Hello", true)]).await;
+        let mut builder = TestClient::builder();
+        if takes_notices {
+            builder = builder.notices();
+        }
+        let client = builder
+            .connect(Looper {
+                model: http_model(&server),
+            })
+            .await
+            .unwrap();
+        let session = client.new_session().await.unwrap();
+        let turn = session.prompt("hi").await.unwrap();
+        assert_eq!(
+            turn.stop_reason(),
+            Some(StopReason::EndTurn),
+            "{takes_notices}"
+        );
+        assert_eq!(turn.text(), "Hello");
+        let at = server.requests();
+        assert_eq!(at.len(), 2, "retried once");
+        let waited = at[1] - at[0];
+        assert!(
+            waited >= std::time::Duration::from_secs(1)
+                && waited < std::time::Duration::from_secs(3),
+            "retry-after honoured: {waited:?}"
+        );
+        let notices: Vec<&str> = turn.notices().iter().map(|n| n.title.as_str()).collect();
+        if takes_notices {
+            assert_eq!(notices, ["Rate limited: retrying in 1 s"]);
+            let description = turn.notices()[0].description.clone().unwrap_or_default();
+            assert!(description.contains("429"), "{description}");
+        } else {
+            assert!(notices.is_empty(), "{notices:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn nothing_is_retried_once_the_model_has_said_something() {
+    let server = Loopback::start(vec![answer("Hal", false), answer("Hello", true)]).await;
+    let client = TestClient::builder()
+        .notices()
+        .connect(Looper {
+            model: http_model(&server),
+        })
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = session.prompt("hi").await.unwrap();
+    let error = turn.answer().unwrap_err().to_string();
+    assert!(error.contains("ended before it finished"), "{error}");
+    assert_eq!(turn.text(), "Hal");
+    assert_eq!(server.requests().len(), 1, "not retried");
+    assert!(turn.notices().is_empty());
+}
+
+#[tokio::test]
+async fn an_attempt_silent_past_the_first_event_timeout_is_retried() {
+    use tokio::io::AsyncWriteExt;
+    // The first connection is accepted and never answered; the second answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        let mut silent = Vec::new();
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if n == 0 {
+                silent.push(socket);
+                continue;
+            }
+            let mut buf = [0u8; 65536];
+            let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut buf).await;
+            let _ = socket.write_all(answer("Late", true).as_bytes()).await;
+            let _ = socket.shutdown().await;
+        }
+    });
+    let retry = acp::llm::Retry {
+        max_retries: 2,
+        initial_backoff: std::time::Duration::from_millis(10),
+        max_wait: std::time::Duration::from_secs(1),
+    };
+    let provider = acp::llm::OpenAi::new(url, None).unwrap().with_retry(retry);
+    let model =
+        Model::new(provider, "m").first_event_timeout(std::time::Duration::from_millis(300));
+    let client = TestClient::builder()
+        .notices()
+        .connect(Looper { model })
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let turn = tokio::time::timeout(std::time::Duration::from_secs(20), session.prompt("hi"))
+        .await
+        .expect("the silent attempt was given up")
+        .unwrap();
+    assert_eq!(turn.text(), "Late");
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+    let notices: Vec<&str> = turn.notices().iter().map(|n| n.title.as_str()).collect();
+    assert_eq!(notices, ["The model is unavailable: retrying in 1 s"]);
+}

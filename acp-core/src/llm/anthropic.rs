@@ -52,6 +52,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 ///     max_tokens: Some(1024),
 ///     cache_key: None,
 ///     prompt_caching: true,
+///     temperature: None,
 /// };
 /// let _events = model.stream(request).await?;
 /// # Ok(()) }
@@ -162,6 +163,9 @@ fn body(request: &Request<'_>) -> Value {
         } else {
             json!(system)
         };
+    }
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
     }
     if !request.tools.is_empty() {
         let mut tools: Vec<Value> = request

@@ -141,6 +141,7 @@ impl Model {
             // Its own text each time: nothing for a provider's cache to reuse.
             cache_key: None,
             prompt_caching: false,
+            temperature: self.temperature,
         };
         let mut stream = tokio::select! {
             _ = cx.cancelled() => return Err(Error::Cancelled),

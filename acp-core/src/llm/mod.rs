@@ -24,7 +24,7 @@
 //! | `openai.rs` | OpenAI Chat Completions: the request body, the stream's chunks as [`Event`]s |
 //! | `responses.rs` | OpenAI Responses, stateless: the request body (input items), the stream's events as [`Event`]s |
 //! | `anthropic.rs` | Anthropic Messages: the request body (with its cache breakpoints), the stream's events as [`Event`]s |
-//! | `env.rs` | which provider and model the environment configures ([`from_env`]) |
+//! | `env.rs` | which provider, model and settings the environment configures ([`from_env`], [`Model::from_env`]) |
 //! | `run.rs` | the loop: [`Model`] and [`Model::run`] |
 //! | `conversation.rs` | [`Conversation`], the session's history with its model (a `Persist` value) |
 //! | `providers.rs` | `Endpoint`: a provider the editor may reroute or disable (`providers/*`) |
@@ -167,6 +167,18 @@ pub struct Request<'a> {
     /// [`cache_key`](Self::cache_key). OpenAI caches long prompts whatever is sent; off, no
     /// breakpoint and no key are sent.
     pub prompt_caching: bool,
+    /// The sampling temperature (a provider default when `None`).
+    pub temperature: Option<f32>,
+}
+
+impl<'a> Request<'a> {
+    /// The same request, naming its conversation `key` for the provider's prompt cache
+    /// ([`cache_key`](Self::cache_key)).
+    #[must_use]
+    pub fn cached_as(mut self, key: &'a str) -> Self {
+        self.cache_key = Some(key);
+        self
+    }
 }
 
 /// Tokens one model call used.
@@ -323,8 +335,11 @@ pub mod openai;
 pub mod responses;
 
 pub use anthropic::Anthropic;
-pub use env::{MODEL_VAR, PROVIDER_VAR, from_env};
-pub use http::Retry;
+pub use env::{
+    CONTEXT_WINDOW_VAR, DEFAULT_MAX_TOKENS, MAX_TOKENS_VAR, MODEL_VAR, PROVIDER_VAR,
+    TEMPERATURE_VAR, from_env,
+};
+pub use http::{CallHooks, Retry, RetryWait};
 pub use openai::OpenAi;
 pub use responses::OpenAiResponses;
 
@@ -339,5 +354,5 @@ mod task;
 pub use conversation::Conversation;
 #[cfg(feature = "llm-providers")]
 pub use providers::Endpoint;
-pub use run::Model;
+pub use run::{DEFAULT_PARALLEL_TOOL_CALLS, Model};
 pub use task::read_only;

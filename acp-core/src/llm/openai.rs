@@ -52,6 +52,7 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 ///     max_tokens: None,
 ///     cache_key: None,
 ///     prompt_caching: true,
+///     temperature: None,
 /// };
 /// let mut events = model.stream(request).await?;
 /// while let Some(event) = events.next().await {
@@ -159,6 +160,9 @@ fn body(request: &Request<'_>) -> Value {
     }
     if let Some(key) = request.cache_key.filter(|_| request.prompt_caching) {
         body["prompt_cache_key"] = json!(key);
+    }
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
     }
     body
 }

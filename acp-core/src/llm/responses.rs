@@ -186,6 +186,9 @@ fn body(request: &Request<'_>, reasoning: bool) -> Value {
     if let Some(max) = request.max_tokens {
         body["max_output_tokens"] = json!(max);
     }
+    if let Some(temperature) = request.temperature {
+        body["temperature"] = json!(temperature);
+    }
     if let Some(key) = request.cache_key.filter(|_| request.prompt_caching) {
         body["prompt_cache_key"] = json!(key);
     }

@@ -3,15 +3,23 @@
 //! reasoning stream to the editor as they arrive; each tool call it makes is shown as soon as
 //! it is named, then run by name through the usual lifecycle (permission, in progress,
 //! completed or failed), and its result (or error, as text) goes back to the model; until the
-//! model answers, the turn is cancelled, or `max_turn_requests` model calls were made.
+//! model answers, the turn is cancelled, or `max_turn_requests` model calls were made. The
+//! calls of one answer run together (up to [`Model::parallel_tool_calls`]), their results
+//! going back in the order the model made them. The tools offered are those the session
+//! allows now ([`Session::available_tools`]), decided again before each model call.
+//!
+//! Also one-shot calls without tools ([`Model::complete`], [`Model::complete_streamed`]), and
+//! the hooks each call lends the provider ([`CallHooks`]: a first-event timeout, a notice to
+//! the editor while a retry waits).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::{FutureExt, StreamExt};
 
-use super::{Conversation, Event, EventStream, Message, Part, Provider, Request, Role, Stop};
-use super::{ToolSpec, Usage};
-use crate::schema::{StopReason, UsageUpdate};
+use super::{CallHooks, Conversation, Event, EventStream, Message, Part, Provider, Request};
+use super::{Role, Stop, ToolSpec, Usage};
+use crate::schema::{Notice, NoticeSeverity, StopReason, UsageUpdate};
 use crate::{Error, Prompt, Result, Session, ToolCallGuard, ToolDef};
 
 /// A model to run turns with: a [`Provider`], the model's name, and how a turn may use it.
@@ -32,6 +40,7 @@ use crate::{Error, Prompt, Result, Session, ToolCallGuard, ToolDef};
 ///         .system("You are a careful coding assistant.")
 ///         .max_turn_requests(25)
 ///         .context_window(1_047_576)
+///         .parallel_tool_calls(8)
 /// }
 /// ```
 #[derive(Clone)]
@@ -47,6 +56,9 @@ pub struct Model {
     /// Which of the session's tools the model is offered (all, by default).
     pub(super) allowed: Option<ToolFilter>,
     pub(super) prompt_caching: bool,
+    pub(super) temperature: Option<f32>,
+    parallel_tool_calls: usize,
+    first_event_timeout: Option<Duration>,
 }
 
 /// Which tools a [`Model`] is offered ([`Model::allow_tools`]).
@@ -78,13 +90,20 @@ impl std::fmt::Debug for Model {
             .field("max_turn_requests", &self.max_turn_requests)
             .field("max_tokens", &self.max_tokens)
             .field("context_window", &self.context_window)
+            .field("temperature", &self.temperature)
+            .field("parallel_tool_calls", &self.parallel_tool_calls)
+            .field("first_event_timeout", &self.first_event_timeout)
             .finish_non_exhaustive()
     }
 }
 
+/// How many tool calls of one answer run at once, unless [set](Model::parallel_tool_calls).
+pub const DEFAULT_PARALLEL_TOOL_CALLS: usize = 4;
+
 impl Model {
     /// The model `name` of `provider`, with no system prompt, 50 model calls per turn at
-    /// most, the provider's default `max_tokens` and an unknown context window.
+    /// most, the provider's default `max_tokens` and temperature, an unknown context window,
+    /// up to [`DEFAULT_PARALLEL_TOOL_CALLS`] tool calls at once, and no first-event timeout.
     pub fn new(provider: impl Provider, name: impl Into<String>) -> Self {
         Model::shared(Arc::new(provider), name)
     }
@@ -101,7 +120,33 @@ impl Model {
             compaction: Compacting::default(),
             allowed: None,
             prompt_caching: true,
+            temperature: None,
+            parallel_tool_calls: DEFAULT_PARALLEL_TOOL_CALLS,
+            first_event_timeout: None,
         }
+    }
+
+    /// The sampling temperature sent with every call (the provider's default otherwise).
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// How many tool calls of one answer run at once (at least 1; `1` runs them one after
+    /// the other). Each has its own tool call in the editor and its own permission request
+    /// (several may be waiting for the user together); the results go back to the model in
+    /// the order it made the calls, whichever finishes first.
+    pub fn parallel_tool_calls(mut self, n: usize) -> Self {
+        self.parallel_tool_calls = n.max(1);
+        self
+    }
+
+    /// How long one attempt of a model call may take to produce its first event; past it,
+    /// the attempt is given up and retried as the provider's [`Retry`](super::Retry) says
+    /// (for the HTTP providers; see [`CallHooks`]).
+    pub fn first_event_timeout(mut self, limit: Duration) -> Self {
+        self.first_event_timeout = Some(limit);
+        self
     }
 
     /// Offers the model only the session's tools for which `allow` holds (by default, every
@@ -179,10 +224,20 @@ impl Model {
     /// - The [system prompt](Self::system) is sent with every call, with the editor's
     ///   ([`Session::system_prompt`], for an agent that takes one) applied as its mode says:
     ///   after it (`append`) or instead of it (`override`).
+    /// - The tools offered are decided again before each model call: those the session
+    ///   allows now ([`Session::available_tools`]: a tool whose `check` refuses it in the
+    ///   current mode or state is not offered).
     /// - A tool call is shown (pending, titled by the tool) as soon as the model names the
     ///   tool, then runs by name in that call ([`Session::call_tool_in`]): permission, in
-    ///   progress, completed or failed. Its result goes back to the model; so does an error
-    ///   (bad arguments, permission denied, a failing tool), as text it can act on.
+    ///   progress, completed or failed. Its result goes back to the model (a tool's
+    ///   [text for the model](crate::ToolOutput::for_model) when it set one: a diff as a
+    ///   one-line summary); so does an error (bad arguments, permission denied, a failing
+    ///   tool), as text it can act on.
+    /// - The calls of one answer run together, up to
+    ///   [`parallel_tool_calls`](Self::parallel_tool_calls) at once; their results go back
+    ///   in the order the model made them.
+    /// - While a call to the provider waits to retry (a rate limit, an overloaded server),
+    ///   an editor that takes notices is told (`Rate limited: retrying in N s`).
     /// - After each model call, its tokens are added to the turn's
     ///   ([`Session::token_usage`]: told with the turn's end), and a `usage_update` is sent
     ///   when the [context window](Self::context_window) is known.
@@ -191,15 +246,11 @@ impl Model {
     ///   [`StopReason::MaxTurnRequests`].
     /// - A cancelled turn drops the provider's stream at once and ends with
     ///   [`Error::Cancelled`] (answered `cancelled`); what was streamed stays in the
-    ///   conversation. A provider error ends the turn with that error.
+    ///   conversation; tool calls running are stopped (failed `cancelled`), those not
+    ///   started are not started. A provider error ends the turn with that error.
     pub async fn run(&self, cx: &Session, prompt: &Prompt) -> Result<StopReason> {
         let conversation = cx.persisted::<Conversation>();
         conversation.lock().push(Message::user(prompt.text()));
-        let mut tools = cx.tools().await;
-        if let Some(allowed) = &self.allowed {
-            tools.retain(|t| allowed(t));
-        }
-        let specs: Vec<ToolSpec> = tools.iter().map(tool_spec).collect();
         // The editor's system prompt, applied to the agent's own as its mode says.
         let system = cx.instructions(self.system.as_deref());
         for _ in 0..self.max_turn_requests {
@@ -208,16 +259,17 @@ impl Model {
             if self.should_compact(cx) {
                 self.compact(cx).await?;
             }
+            // What the session allows now (a tool call may have changed its mode), and of it
+            // what the author lets this model use.
+            let mut tools = cx.available_tools().await;
+            if let Some(allowed) = &self.allowed {
+                tools.retain(|t| allowed(t));
+            }
+            let specs: Vec<ToolSpec> = tools.iter().map(tool_spec).collect();
             let messages = conversation.lock().request_messages();
-            let request = Request {
-                model: &self.name,
-                system: system.as_deref(),
-                messages: &messages,
-                tools: &specs,
-                max_tokens: self.max_tokens,
-                cache_key: Some(&cx.id().0),
-                prompt_caching: self.prompt_caching,
-            };
+            let request = self
+                .request(system.as_deref(), &messages, &specs)
+                .cached_as(&cx.id().0);
             let mut answer = Answer::default();
             let outcome = self.call(cx, request, &tools, &mut answer).await;
             // What streamed stays in the conversation, whatever the outcome; tool calls only
@@ -225,19 +277,7 @@ impl Model {
             conversation.lock().push(answer.message(outcome.is_ok()));
             let stop = outcome?;
             // The turn's token count (told with its end: v1's answer, v2's idle).
-            let u = answer.usage;
-            if u != super::Usage::default() {
-                cx.token_usage(
-                    crate::schema::Usage::new(
-                        u.input_tokens.saturating_add(u.output_tokens),
-                        u.input_tokens,
-                        u.output_tokens,
-                    )
-                    .thought_tokens(u.reasoning_tokens)
-                    .cached_read_tokens(u.cached_input_tokens)
-                    .cached_write_tokens(u.cache_write_tokens),
-                );
-            }
+            add_usage(cx, answer.usage);
             cx.state::<super::compact::ContextUse>()
                 .set(answer.usage.input_tokens);
             if let Some(window) = self.context_window {
@@ -251,7 +291,8 @@ impl Model {
                     _ => StopReason::EndTurn,
                 });
             }
-            let (results, cancelled) = run_calls(cx, answer.calls, &tools).await;
+            let (results, cancelled) =
+                run_calls(cx, answer.calls, self.parallel_tool_calls, &tools).await;
             conversation.lock().push(Message {
                 role: Role::User,
                 content: results,
@@ -263,6 +304,122 @@ impl Model {
         Ok(StopReason::MaxTurnRequests)
     }
 
+    /// One call of the model without tools, with its settings (system prompt, `max_tokens`,
+    /// temperature, timeout and retries): `messages` in, the answer's text out (reasoning
+    /// left out). Nothing is sent to the editor but a retry's notice; the tokens are added to
+    /// the turn's ([`Session::token_usage`]). The session's [`Conversation`] is neither read
+    /// nor changed. Cancelling the turn ends it with [`Error::Cancelled`].
+    ///
+    /// For the model's own work beside the conversation: a title, a summary, a commit
+    /// message. A `/summary` command:
+    ///
+    /// ```no_run
+    /// use acp_core::llm::{Conversation, Message, Model};
+    /// use acp_core::{Result, Session};
+    ///
+    /// async fn summary(model: &Model, cx: &Session) -> Result<()> {
+    ///     let transcript: String = cx
+    ///         .persisted::<Conversation>()
+    ///         .lock()
+    ///         .messages()
+    ///         .iter()
+    ///         .map(|m| format!("{:?}: {}\n", m.role, m.text()))
+    ///         .collect();
+    ///     let ask = format!("Summarise this conversation in three lines:\n\n{transcript}");
+    ///     // Streamed to the editor as the agent's message; `complete` would only return it.
+    ///     model.complete_streamed(cx, &[Message::user(ask)]).await?;
+    ///     Ok(())
+    /// }
+    /// ```
+    pub async fn complete(&self, cx: &Session, messages: &[Message]) -> Result<String> {
+        self.one_shot(cx, messages, false).await
+    }
+
+    /// Like [`complete`](Self::complete), with the answer's text also streamed to the editor
+    /// as the agent's message chunks as it arrives.
+    pub async fn complete_streamed(&self, cx: &Session, messages: &[Message]) -> Result<String> {
+        self.one_shot(cx, messages, true).await
+    }
+
+    async fn one_shot(&self, cx: &Session, messages: &[Message], stream: bool) -> Result<String> {
+        cx.check_cancelled()?;
+        let request = self.request(self.system.as_deref(), messages, &[]);
+        let mut events = self.start(cx, request).await?;
+        let mut text = String::new();
+        let mut usage = Usage::default();
+        let outcome = loop {
+            let event = tokio::select! {
+                biased;
+                () = cx.cancelled() => break Err(Error::Cancelled),
+                event = events.next() => event,
+            };
+            match event {
+                None | Some(Ok(Event::Stop(_))) => break Ok(()),
+                Some(Err(e)) => break Err(e),
+                Some(Ok(Event::Text(more))) if !more.is_empty() => {
+                    if stream && let Err(e) = cx.message(more.clone()).await {
+                        break Err(e);
+                    }
+                    text.push_str(&more);
+                }
+                Some(Ok(Event::Usage(u))) => usage = u,
+                Some(Ok(_)) => {}
+            }
+        };
+        drop(events);
+        add_usage(cx, usage);
+        outcome.map(|()| text)
+    }
+
+    /// The request of one call with this model's settings.
+    fn request<'a>(
+        &'a self,
+        system: Option<&'a str>,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+    ) -> Request<'a> {
+        Request {
+            model: &self.name,
+            system,
+            messages,
+            tools,
+            max_tokens: self.max_tokens,
+            cache_key: None,
+            prompt_caching: self.prompt_caching,
+            temperature: self.temperature,
+        }
+    }
+
+    /// Starts one call: the provider's stream, with this model's [`CallHooks`] (its
+    /// first-event timeout; a notice to the editor before each retry's wait), racing the
+    /// turn's cancellation.
+    async fn start(&self, cx: &Session, request: Request<'_>) -> Result<EventStream> {
+        let notify = cx.clone();
+        let mut hooks = CallHooks::new().on_retry(move |wait| {
+            let cx = notify.clone();
+            async move {
+                let what = if wait.rate_limited {
+                    "Rate limited"
+                } else {
+                    "The model is unavailable"
+                };
+                let text = format!("{what}: retrying in {} s", wait.seconds());
+                let notice = Notice::new(NoticeSeverity::Warning, text).description(wait.reason);
+                if let Err(e) = cx.notice(notice).await {
+                    tracing::debug!("could not send the retry's notice: {e}");
+                }
+            }
+        });
+        if let Some(limit) = self.first_event_timeout {
+            hooks = hooks.first_event_timeout(limit);
+        }
+        tokio::select! {
+            biased;
+            () = cx.cancelled() => Err(Error::Cancelled),
+            stream = hooks.scope(self.provider.stream(request)) => stream,
+        }
+    }
+
     /// One model call: streams its events into `answer` and the editor, racing the turn's
     /// cancellation (which drops the stream). Returns why the model stopped.
     async fn call(
@@ -272,11 +429,7 @@ impl Model {
         tools: &[ToolDef],
         answer: &mut Answer,
     ) -> Result<Stop> {
-        let mut stream: EventStream = tokio::select! {
-            biased;
-            () = cx.cancelled() => return Err(Error::Cancelled),
-            stream = self.provider.stream(request) => stream?,
-        };
+        let mut stream: EventStream = self.start(cx, request).await?;
         // An event read ahead while coalescing, to take next.
         let mut ahead = None;
         loop {
@@ -466,51 +619,103 @@ fn parse_arguments(arguments: &str) -> serde_json::Result<serde_json::Value> {
     serde_json::from_str(arguments)
 }
 
-/// Runs the named tool calls in order, each in the call already shown; returns their
-/// results for the model, and whether the turn was cancelled (the calls left are then
-/// failed, their results saying so).
-async fn run_calls(cx: &Session, calls: Vec<Named>, offered: &[ToolDef]) -> (Vec<Part>, bool) {
-    let mut results = Vec::with_capacity(calls.len());
-    let mut cancelled = false;
-    for call in calls {
-        let (content, is_error) = if cancelled || cx.is_cancelled() {
-            cancelled = true;
-            let _ = call.shown.fail("cancelled").await;
-            ("cancelled by the user".to_owned(), true)
-        } else if !offered.iter().any(|t| t.name == call.name) {
-            let names: Vec<String> = offered.iter().map(|t| format!("`{}`", t.name)).collect();
-            let message = format!(
-                "there is no tool named `{}`; the tools are {}",
-                call.name,
-                names.join(", ")
-            );
-            let _ = call.shown.fail(&message).await;
-            (message, true)
-        } else {
-            match parse_arguments(&call.arguments) {
-                Err(e) => {
-                    let message = format!(
-                        "invalid arguments for tool `{}`: not a JSON object ({e})",
-                        call.name
-                    );
-                    let _ = call.shown.fail(&message).await;
-                    (message, true)
-                }
-                Ok(args) => match cx.call_tool_in(call.shown, &call.name, args).await {
-                    Ok(output) => (output.to_text(), false),
-                    Err(Error::Cancelled) => {
-                        cancelled = true;
-                        ("cancelled by the user".to_owned(), true)
-                    }
-                    Err(e) => (e.to_string(), true),
-                },
-            }
-        };
-        results.push(Part::ToolResult {
-            id: call.id,
-            content,
-            is_error,
-        });
+#[cfg(test)]
+impl Model {
+    pub(crate) fn max_tokens_set(&self) -> Option<u32> {
+        self.max_tokens
     }
-    (results, cancelled)
+    pub(crate) fn context_window_set(&self) -> Option<u64> {
+        self.context_window
+    }
+    pub(crate) fn temperature_set(&self) -> Option<f32> {
+        self.temperature
+    }
+    pub(crate) fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
+    }
+}
+
+/// The turn's token count, told with its end (v1's answer, v2's idle): `u` added to it.
+fn add_usage(cx: &Session, u: Usage) {
+    if u != Usage::default() {
+        cx.token_usage(
+            crate::schema::Usage::new(
+                u.input_tokens.saturating_add(u.output_tokens),
+                u.input_tokens,
+                u.output_tokens,
+            )
+            .thought_tokens(u.reasoning_tokens)
+            .cached_read_tokens(u.cached_input_tokens)
+            .cached_write_tokens(u.cache_write_tokens),
+        );
+    }
+}
+
+/// Runs the named tool calls, up to `parallel` at once, each in the call already shown;
+/// returns their results for the model in the order of `calls`, and whether the turn was
+/// cancelled (the calls not run are then failed, their results saying so).
+///
+/// The calls run as futures of this task (not spawned): each carries its own task-local
+/// scopes (the call adopted, the call whose body runs), set only while it is polled.
+async fn run_calls(
+    cx: &Session,
+    calls: Vec<Named>,
+    parallel: usize,
+    offered: &[ToolDef],
+) -> (Vec<Part>, bool) {
+    let outcomes: Vec<(Part, bool)> = futures_util::stream::iter(calls)
+        .map(|call| run_call(cx, call, offered))
+        .buffered(parallel.max(1))
+        .collect()
+        .await;
+    let cancelled = outcomes.iter().any(|(_, cancelled)| *cancelled);
+    (
+        outcomes.into_iter().map(|(part, _)| part).collect(),
+        cancelled,
+    )
+}
+
+/// Runs one named tool call, if it is one of the tools `offered` the model; its result for
+/// the model, and whether the turn was cancelled.
+async fn run_call(cx: &Session, call: Named, offered: &[ToolDef]) -> (Part, bool) {
+    let mut cancelled = false;
+    let (content, is_error) = if cx.is_cancelled() {
+        cancelled = true;
+        let _ = call.shown.fail("cancelled").await;
+        ("cancelled by the user".to_owned(), true)
+    } else if !offered.iter().any(|t| t.name == call.name) {
+        let names: Vec<String> = offered.iter().map(|t| format!("`{}`", t.name)).collect();
+        let message = format!(
+            "there is no tool named `{}`; the tools are {}",
+            call.name,
+            names.join(", ")
+        );
+        let _ = call.shown.fail(&message).await;
+        (message, true)
+    } else {
+        match parse_arguments(&call.arguments) {
+            Err(e) => {
+                let message = format!(
+                    "invalid arguments for tool `{}`: not a JSON object ({e})",
+                    call.name
+                );
+                let _ = call.shown.fail(&message).await;
+                (message, true)
+            }
+            Ok(args) => match cx.call_tool_in(call.shown, &call.name, args).await {
+                Ok(output) => (output.to_text(), false),
+                Err(Error::Cancelled) => {
+                    cancelled = true;
+                    ("cancelled by the user".to_owned(), true)
+                }
+                Err(e) => (e.to_string(), true),
+            },
+        }
+    };
+    let part = Part::ToolResult {
+        id: call.id,
+        content,
+        is_error,
+    };
+    (part, cancelled || cx.is_cancelled())
 }

@@ -144,6 +144,8 @@ pub struct Recorded {
     pub cache_key: Option<String>,
     /// Whether prompt caching was asked for ([`Request::prompt_caching`]).
     pub prompt_caching: bool,
+    /// The sampling temperature.
+    pub temperature: Option<f32>,
 }
 
 impl Recorded {
@@ -315,6 +317,7 @@ impl Provider for Scripted {
             max_tokens: request.max_tokens,
             cache_key: request.cache_key.map(str::to_owned),
             prompt_caching: request.prompt_caching,
+            temperature: request.temperature,
         });
         let queued = lock(&self.inner.queue).pop_front();
         let reply = queued.or_else(|| self.inner.script.as_ref().map(|s| s(&request)));

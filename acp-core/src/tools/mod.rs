@@ -13,9 +13,11 @@ pub(crate) mod spec;
 pub(crate) mod title;
 
 use std::borrow::Cow;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use futures_util::FutureExt;
 use serde::Serialize;
 
 pub use output::{IntoToolOutput, Json, ToolLocations, ToolOutput};
@@ -76,6 +78,12 @@ pub(crate) trait ToolHost: Send + Sync {
         name: &'a str,
         args: serde_json::Value,
     ) -> Pin<Box<dyn Future<Output = Result<ToolOutput>> + Send + 'a>>;
+    /// Runs the check of a tool by name, without calling it.
+    fn check_tool<'a>(
+        &'a self,
+        cx: &'a Session,
+        name: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<()>> + Send + 'a>>;
 }
 
 /// The connection extension holding the agent's [`ToolHost`].
@@ -197,6 +205,37 @@ impl Session {
         if let Some(extra) = self.extra_tools() {
             tools.extend(extra.tools().await);
         }
+        tools
+    }
+
+    /// The tools a model may call now: [`tools`](Self::tools), less the agent's tools whose
+    /// `check` (`#[acp::tool(check = …)]`) refuses them in the session's current state (its
+    /// mode, its settings, whatever the check reads), so that a model is not offered a tool
+    /// that would be refused. Each check runs once (outside any tool call: a check that reads
+    /// [`current_tool_call`](Self::current_tool_call) sees none); one that panics counts as
+    /// a refusal. `llm::Model::run` offers these at each model call.
+    pub async fn available_tools(&self) -> Vec<ToolDef> {
+        let mut tools = self.tools().await;
+        let Some(host) = self.tool_host() else {
+            return tools;
+        };
+        let own: Vec<Cow<'static, str>> = host.tools().into_iter().map(|t| t.name).collect();
+        let mut refused = Vec::new();
+        for tool in tools.iter().filter(|t| own.contains(&t.name)) {
+            let check = AssertUnwindSafe(host.check_tool(self, &tool.name)).catch_unwind();
+            match check.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::debug!(tool = %tool.name, "not offered: {e}");
+                    refused.push(tool.name.clone());
+                }
+                Err(_) => {
+                    tracing::warn!(tool = %tool.name, "not offered: its check panicked");
+                    refused.push(tool.name.clone());
+                }
+            }
+        }
+        tools.retain(|t| !refused.contains(&t.name));
         tools
     }
 }

@@ -13,6 +13,19 @@ use crate::session::Terminal;
 /// one. This is what [`Session::call_tool`](crate::Session::call_tool) returns, ready to hand
 /// back to a model. (The client shows this content after any terminal the tool embedded in
 /// its call.)
+///
+/// What the user sees and what a model reads may differ: [`for_model`](Self::for_model) sets
+/// the model's text apart from the content shown. A returned [`Diff`] does so by itself: the
+/// editor shows the diff, a model reads `edited <path>: +N −M lines` rather than the whole
+/// new file.
+///
+/// ```
+/// use acp_core::ToolOutput;
+///
+/// let output = ToolOutput::text("3,214 rows, first ten shown in the table")
+///     .for_model("3214 rows; columns: id, name, email");
+/// assert_eq!(output.to_text(), "3214 rows; columns: id, name, email");
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct ToolOutput {
@@ -20,12 +33,27 @@ pub struct ToolOutput {
     pub content: Vec<ToolCallContent>,
     /// The structured return value (`rawOutput`), when the tool returned one.
     pub raw: Option<serde_json::Value>,
+    /// The text a model is given instead of the content, when set
+    /// ([`for_model`](Self::for_model)).
+    pub model_text: Option<String>,
 }
 
 impl ToolOutput {
     /// An output with this content.
     pub fn new(content: Vec<ToolCallContent>) -> Self {
-        ToolOutput { content, raw: None }
+        ToolOutput {
+            content,
+            raw: None,
+            model_text: None,
+        }
+    }
+
+    /// Sets the text a model is given for this output ([`to_text`](Self::to_text)), apart
+    /// from the content the user sees: a short summary of a long diff, a table, a log.
+    #[must_use]
+    pub fn for_model(mut self, text: impl Into<String>) -> Self {
+        self.model_text = Some(text.into());
+        self
     }
 
     /// An output of one text block.
@@ -40,10 +68,13 @@ impl ToolOutput {
         self
     }
 
-    /// The output as text for a model: the text blocks joined by newlines, diffs as
-    /// `diff <path>` plus the new text, terminals by id; or the raw value when there is no
-    /// content.
+    /// The output as text for a model: the text [set for it](Self::for_model) when there
+    /// is one; else the text blocks joined by newlines, diffs as `diff <path>` plus the new
+    /// text, terminals by id; or the raw value when there is no content.
     pub fn to_text(&self) -> String {
+        if let Some(text) = &self.model_text {
+            return text.clone();
+        }
         let mut out = String::new();
         for item in &self.content {
             if !out.is_empty() {
@@ -145,10 +176,64 @@ impl IntoToolOutput for () {
     }
 }
 
+/// The editor is shown the diff; a model reads a summary of it: `edited <path>: +N −M lines`
+/// (`created <path>: +N lines` for a new file).
 impl IntoToolOutput for Diff {
     fn to_tool_output(&self) -> ToolOutput {
-        ToolOutput::new(vec![ToolCallContent::Diff(self.clone())])
+        ToolOutput::new(vec![ToolCallContent::Diff(self.clone())]).for_model(diff_summary(self))
     }
+}
+
+/// A diff in one line, for a model: `edited <path>: +N −M lines` (lines added and removed),
+/// or `created <path>: +N lines` for a new file.
+fn diff_summary(diff: &Diff) -> String {
+    let path = diff.path.display();
+    match &diff.old_text {
+        None => format!("created {path}: +{} lines", diff.new_text.lines().count()),
+        Some(old) => {
+            let (added, removed) = line_changes(old, &diff.new_text);
+            format!("edited {path}: +{added} \u{2212}{removed} lines")
+        }
+    }
+}
+
+/// The most line pairs compared exactly; past it the changed region counts whole.
+const DIFF_BUDGET: usize = 4_000_000;
+
+/// Lines added and removed from `old` to `new`: their common start and end set aside, the
+/// rest by the longest common subsequence of lines (when small enough to compare; else the
+/// whole changed region counts as removed and added).
+fn line_changes(old: &str, new: &str) -> (usize, usize) {
+    let old: Vec<&str> = old.lines().collect();
+    let new: Vec<&str> = new.lines().collect();
+    let prefix = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    let (old, new) = (&old[prefix..], &new[prefix..]);
+    let suffix = old
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (old, new) = (&old[..old.len() - suffix], &new[..new.len() - suffix]);
+    if old.len().saturating_mul(new.len()) > DIFF_BUDGET {
+        return (new.len(), old.len());
+    }
+    // The LCS length, one row at a time.
+    let mut row = vec![0usize; new.len() + 1];
+    for a in old {
+        let mut diagonal = 0;
+        for (j, b) in new.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = if a == b {
+                diagonal + 1
+            } else {
+                above.max(row[j])
+            };
+            diagonal = above;
+        }
+    }
+    let common = row[new.len()];
+    (new.len() - common, old.len() - common)
 }
 
 impl IntoToolOutput for Terminal {
@@ -245,5 +330,30 @@ impl<T: ToolLocations> ToolLocations for [T] {
 impl<T: ToolLocations> ToolLocations for Vec<T> {
     fn push_paths(&self, out: &mut Vec<PathBuf>) {
         self.as_slice().push_paths(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_changes_count_added_and_removed_lines() {
+        assert_eq!(line_changes("a\nb\nc\n", "a\nb\nc\n"), (0, 0));
+        assert_eq!(line_changes("a\nb\nc\n", "a\nB\nc\n"), (1, 1));
+        assert_eq!(line_changes("a\nc\n", "a\nb\nc\nd\n"), (2, 0));
+        assert_eq!(line_changes("a\nb\nc\nd\n", "b\nd\n"), (0, 2));
+        assert_eq!(line_changes("x\na\ny\nb\nz", "a\nq\nb"), (1, 3));
+        assert_eq!(line_changes("", "a\n"), (1, 0));
+    }
+
+    #[test]
+    fn a_diff_is_shown_whole_and_summarised_for_a_model() {
+        let diff = Diff::new("/w/a.txt", "one\n2\nthree\n").old_text("one\ntwo\nthree\n");
+        let output = diff.to_tool_output();
+        assert_eq!(output.content, [ToolCallContent::Diff(diff.clone())]);
+        assert_eq!(output.to_text(), "edited /w/a.txt: +1 \u{2212}1 lines");
+        let new = Diff::new("/w/b.txt", "x\ny");
+        assert_eq!(diff_summary(&new), "created /w/b.txt: +2 lines");
     }
 }

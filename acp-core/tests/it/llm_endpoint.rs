@@ -162,6 +162,7 @@ async fn the_editor_lists_reroutes_through_its_gateway_with_its_headers_and_is_r
         max_tokens: None,
         cache_key: None,
         prompt_caching: false,
+        temperature: None,
     };
     let error = match spare.stream(request).await {
         Err(e) => e.to_string(),

@@ -18,6 +18,7 @@ fn request<'a>(messages: &'a [Message]) -> Request<'a> {
         max_tokens: None,
         cache_key: None,
         prompt_caching: false,
+        temperature: None,
     }
 }
 

@@ -77,6 +77,7 @@ async fn thinking_text_and_two_tool_calls_with_pings() {
         max_tokens: None,
         cache_key: None,
         prompt_caching: false,
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -168,6 +169,7 @@ async fn text_with_split_utf8_and_max_tokens() {
         max_tokens: Some(100),
         cache_key: None,
         prompt_caching: false,
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -206,6 +208,7 @@ async fn an_overloaded_error_event_before_any_output_is_retried() {
         max_tokens: None,
         cache_key: None,
         prompt_caching: false,
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -235,6 +238,7 @@ async fn an_error_event_after_output_ends_the_stream_with_its_message() {
         max_tokens: None,
         cache_key: None,
         prompt_caching: false,
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert_eq!(text(&events), "Half an ans");
@@ -319,6 +323,7 @@ async fn prompt_caching_marks_the_system_prompt_the_last_tool_and_the_last_messa
         max_tokens: None,
         cache_key: Some("sess_1"),
         prompt_caching: true,
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -379,6 +384,7 @@ async fn with_prompt_caching_off_no_breakpoint_is_sent() {
         max_tokens: None,
         cache_key: Some("sess_1"),
         prompt_caching: false,
+        temperature: None,
     };
     let (_, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -422,6 +428,7 @@ async fn the_last_breakpoint_skips_a_thinking_block_and_reasoning_of_openai_is_n
         max_tokens: None,
         cache_key: None,
         prompt_caching: true,
+        temperature: None,
     };
     let (_, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");

@@ -31,6 +31,7 @@ fn request(messages: &[Message]) -> Request<'_> {
         max_tokens: None,
         cache_key: None,
         prompt_caching: false,
+        temperature: None,
     }
 }
 

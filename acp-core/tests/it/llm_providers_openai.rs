@@ -73,6 +73,7 @@ async fn text_in_many_chunks_with_split_utf8_then_usage_then_stop() {
         max_tokens: Some(512),
         cache_key: None,
         prompt_caching: false,
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -148,6 +149,7 @@ async fn two_parallel_tool_calls_with_interleaved_arguments() {
         max_tokens: None,
         cache_key: None,
         prompt_caching: false,
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -213,6 +215,7 @@ async fn reasoning_content_of_llama_cpp_and_reasoning_of_openrouter() {
         max_tokens: None,
         cache_key: None,
         prompt_caching: false,
+        temperature: None,
     };
 
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
@@ -277,6 +280,7 @@ async fn the_sessions_prompt_cache_key_is_sent_unless_caching_is_off() {
         max_tokens: None,
         cache_key: Some("sess_7f3a"),
         prompt_caching: true,
+        temperature: None,
     };
     let (_, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");

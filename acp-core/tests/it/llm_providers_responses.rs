@@ -97,6 +97,7 @@ async fn the_request_body_and_a_stream_of_reasoning_summary_then_text_then_usage
         max_tokens: Some(512),
         cache_key: Some("sess_7f3a"),
         prompt_caching: true,
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -192,6 +193,7 @@ async fn two_function_calls_one_streamed_one_whole_and_no_key_or_reasoning_when_
         max_tokens: None,
         cache_key: Some("sess_7f3a"),
         prompt_caching: false,
+        temperature: None,
     };
     let (events, error) = collect(model.stream(request).await.unwrap()).await;
     assert!(error.is_none(), "{error:?}");
@@ -260,6 +262,7 @@ fn request<'a>(messages: &'a [Message]) -> Request<'a> {
         max_tokens: None,
         cache_key: None,
         prompt_caching: true,
+        temperature: None,
     }
 }
 

@@ -130,11 +130,10 @@ pub(super) fn wrap_body(tool: &Tool, method: &mut ImplItemFn, p: &TokenStream) {
                 }
             });
     let body = &method.block;
-    // Spanned at the author's `check = …` path: a function that does not fit is reported there.
     let check = match &tool.check {
-        Some(path) => {
-            let run = respan(quote!(#p::run_check), path.span());
-            quote_spanned!(path.span()=> #run(&#path, self, #cx))
+        Some(_) => {
+            let check_fn = check_ident(tool);
+            quote!(Self::#check_fn(self, #cx))
         }
         None => quote!(#p::no_check()),
     };
@@ -148,6 +147,48 @@ pub(super) fn wrap_body(tool: &Tool, method: &mut ImplItemFn, p: &TokenStream) {
         let __acp_check = #check;
         #p::run_tool(#cx, &__acp_tool.spec, __acp_tool.ret, __acp_input, __acp_check, #boxed).await
     });
+}
+
+/// The name of the hidden method running the tool's check.
+fn check_ident(tool: &Tool) -> Ident {
+    format_ident!("__acp_check_{}", tool.method)
+}
+
+/// For a tool with `check = …`: a hidden method running the check, the one place that
+/// requires the author's function to be a check (spanned at the author's `check = …` path, so
+/// a function that does not fit is reported there, once). Both the tool's lifecycle and
+/// `Agent::check_tool` (which decides whether the tool is offered) call it.
+pub(super) fn check_method(
+    tool: &Tool,
+    cfgs: &[Attribute],
+    p: &TokenStream,
+) -> Option<TokenStream> {
+    let path = tool.check.as_ref()?;
+    let ident = check_ident(tool);
+    let run = respan(quote!(#p::run_check), path.span());
+    let call = quote_spanned!(path.span()=> #run(&#path, self, __acp_cx));
+    Some(quote! {
+        #(#cfgs)*
+        #[doc(hidden)]
+        #[allow(non_snake_case)]
+        fn #ident<'__acp>(
+            &'__acp self,
+            __acp_cx: &'__acp #p::Session,
+        ) -> #p::CheckFuture<'__acp> {
+            #call
+        }
+    })
+}
+
+/// The tool's arm in `Agent::check_tool`, for a tool with `check = …`.
+pub(super) fn check_arm(tool: &Tool, cfgs: &[Attribute]) -> Option<TokenStream> {
+    tool.check.as_ref()?;
+    let (name, _) = tool.name();
+    let ident = check_ident(tool);
+    Some(quote! {
+        #(#cfgs)*
+        #name => Self::#ident(self, __acp_cx).await,
+    })
 }
 
 /// The tool's definition (name, description, JSON Schema of the parameters), an element of
