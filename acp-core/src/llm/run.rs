@@ -262,8 +262,12 @@ impl Model {
             // What the session allows now (a tool call may have changed its mode), and of it
             // what the author lets this model use.
             let mut tools = cx.available_tools().await;
+            // The tools the author keeps from this model: a call to one is refused.
+            let mut withheld = Vec::new();
             if let Some(allowed) = &self.allowed {
                 tools.retain(|t| allowed(t));
+                withheld = cx.tools().await;
+                withheld.retain(|t| !allowed(t));
             }
             let specs: Vec<ToolSpec> = tools.iter().map(tool_spec).collect();
             let messages = conversation.lock().request_messages();
@@ -292,7 +296,7 @@ impl Model {
                 });
             }
             let (results, cancelled) =
-                run_calls(cx, answer.calls, self.parallel_tool_calls, &tools).await;
+                run_calls(cx, answer.calls, self.parallel_tool_calls, &withheld).await;
             conversation.lock().push(Message {
                 role: Role::User,
                 content: results,
@@ -661,10 +665,10 @@ async fn run_calls(
     cx: &Session,
     calls: Vec<Named>,
     parallel: usize,
-    offered: &[ToolDef],
+    withheld: &[ToolDef],
 ) -> (Vec<Part>, bool) {
     let outcomes: Vec<(Part, bool)> = futures_util::stream::iter(calls)
-        .map(|call| run_call(cx, call, offered))
+        .map(|call| run_call(cx, call, withheld))
         .buffered(parallel.max(1))
         .collect()
         .await;
@@ -675,21 +679,16 @@ async fn run_calls(
     )
 }
 
-/// Runs one named tool call, if it is one of the tools `offered` the model; its result for
-/// the model, and whether the turn was cancelled.
-async fn run_call(cx: &Session, call: Named, offered: &[ToolDef]) -> (Part, bool) {
+/// Runs one named tool call, unless it is one of the tools `withheld` from the model; its
+/// result for the model, and whether the turn was cancelled.
+async fn run_call(cx: &Session, call: Named, withheld: &[ToolDef]) -> (Part, bool) {
     let mut cancelled = false;
     let (content, is_error) = if cx.is_cancelled() {
         cancelled = true;
         let _ = call.shown.fail("cancelled").await;
         ("cancelled by the user".to_owned(), true)
-    } else if !offered.iter().any(|t| t.name == call.name) {
-        let names: Vec<String> = offered.iter().map(|t| format!("`{}`", t.name)).collect();
-        let message = format!(
-            "there is no tool named `{}`; the tools are {}",
-            call.name,
-            names.join(", ")
-        );
+    } else if withheld.iter().any(|t| t.name == call.name) {
+        let message = format!("the tool `{}` is not available here", call.name);
         let _ = call.shown.fail(&message).await;
         (message, true)
     } else {

@@ -519,7 +519,10 @@ scenario(
         .agentFrames()
         .filter((f) => f.msg.method === "session/update" && f.seq < load.seq)
         .map((f) => f.msg.params);
-      const [prompt, ...rest] = replayed;
+      // A load tells the session's slash commands before its answer (not history).
+      const commands = replayed.filter((p) => p.update.sessionUpdate === "available_commands_update");
+      c.equal(commands.map((p) => p.update.availableCommands.map((a) => a.name)), [["compact"]], "B: session/load tells coder's commands");
+      const [prompt, ...rest] = replayed.filter((p) => p.update.sessionUpdate !== "available_commands_update");
       c.equal([prompt?.update.sessionUpdate, prompt?.update.content], ["user_message_chunk", { type: "text", text: first }], "B: session/load replays the first prompt [sessionUpdate, content]");
       c.equal(rest, live, "B: session/load replays the updates A sent in its turn, unchanged");
       const res = await fx.prompt(ctx, sessionId, second);

@@ -45,7 +45,7 @@ function updatesFor(peer, sessionId, from, to = Infinity) {
 }
 
 /** The number of slash commands each example declares. */
-const COMMANDS = { modes: 5, tour: 5 };
+const COMMANDS = { modes: 5, tour: 11 };
 
 /**
  * `session/load` of `sessionId` on `peer`: the replay ends with the commands, and after the

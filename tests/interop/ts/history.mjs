@@ -344,7 +344,7 @@ scenario(
 
 scenario(
   "store_less",
-  "an agent served without a store (the bench example with ACP_BENCH_NO_STORE=1) advertises neither loadSession nor sessionCapabilities.{list, resume, delete} (close and additionalDirectories only), and answers session/list, /load, /resume and /delete with -32601",
+  "an agent served without a store (the bench example with ACP_BENCH_NO_STORE=1) advertises neither loadSession nor sessionCapabilities.{list, resume, delete} (close, additionalDirectories, and the store-less Unstable options and status only), and answers session/list, /load, /resume and /delete with -32601",
   async ({ fx, c }) => {
     const binary = join(dirname(fx.binary), `bench${process.platform === "win32" ? ".exe" : ""}`);
     await fx.run(
@@ -354,7 +354,8 @@ scenario(
         const caps = res.agentCapabilities ?? {};
         c.equal(caps.loadSession ?? false, false, "agentCapabilities.loadSession");
         const sc = caps.sessionCapabilities ?? {};
-        c.equal(Object.keys(sc).sort(), ["additionalDirectories", "close"], "agentCapabilities.sessionCapabilities keys");
+        // `options` and `status` (Unstable, compiled into the examples) need no store.
+        c.equal(Object.keys(sc).sort(), ["additionalDirectories", "close", "options", "status"], "agentCapabilities.sessionCapabilities keys");
         const sid = await peer.newSession(fx.dataDir);
         const cwd = fx.dataDir;
         for (const [method, params] of [
