@@ -23,8 +23,8 @@
 //! it has a model.
 //! - **Sign in**: the editor's "Sign in" (a `terminal` auth method: the editor runs
 //!   `coder --sign-in` in a terminal), or that command yourself. It asks for the provider (an
-//!   OpenAI-compatible server: OpenAI, llama.cpp, vLLM, Ollama, LM Studio, OpenRouter…; or
-//!   Anthropic), its base URL, the model and the key, and keeps them in
+//!   OpenAI-compatible server: OpenAI, llama.cpp, vLLM, Ollama, LM Studio, OpenRouter…;
+//!   OpenAI's Responses API; or Anthropic), its base URL, the model and the key, and keeps them in
 //!   `~/.config/acp-coder/sign-in.json` (`$XDG_CONFIG_HOME`, or the platform's config
 //!   directory; `$ACP_CONFIG_DIR` instead), created `0600`. The `saved-sign-in` method
 //!   (`authenticate`) checks it; `logout` deletes it.
@@ -46,7 +46,9 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 
-use acp::llm::{Anthropic, Endpoint, EventStream, Model, OpenAi, Provider, Request, Route};
+use acp::llm::{
+    Anthropic, Endpoint, EventStream, Model, OpenAi, OpenAiResponses, Provider, Request, Route,
+};
 use acp::schema::{
     AuthMethod, AuthMethodAgent, AuthMethodId, AuthMethodTerminal, ErrorCode, Meta, PlanEntry,
     PlanEntryPriority, PlanEntryStatus,
@@ -314,6 +316,9 @@ pub enum ProviderKind {
     /// OpenAI's Chat Completions API, at OpenAI or any compatible server (llama.cpp, vLLM,
     /// Ollama, LM Studio, OpenRouter…).
     OpenAi,
+    /// OpenAI's Responses API (the only API of some current OpenAI models).
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
     /// Anthropic's Messages API.
     Anthropic,
 }
@@ -322,7 +327,9 @@ impl ProviderKind {
     /// Where its requests go by default.
     pub fn default_base_url(self) -> &'static str {
         match self {
-            ProviderKind::OpenAi => acp::llm::openai::DEFAULT_BASE_URL,
+            ProviderKind::OpenAi | ProviderKind::OpenAiResponses => {
+                acp::llm::openai::DEFAULT_BASE_URL
+            }
             ProviderKind::Anthropic => acp::llm::anthropic::DEFAULT_BASE_URL,
         }
     }
@@ -331,6 +338,7 @@ impl ProviderKind {
     fn client(self, base_url: &str, api_key: Option<String>) -> acp::Result<Arc<dyn Provider>> {
         Ok(match self {
             ProviderKind::OpenAi => Arc::new(OpenAi::new(base_url, api_key)?),
+            ProviderKind::OpenAiResponses => Arc::new(OpenAiResponses::new(base_url, api_key)?),
             ProviderKind::Anthropic => Arc::new(Anthropic::new(base_url, api_key)?),
         })
     }
@@ -692,14 +700,16 @@ fn ask_sign_in(
     )?;
     let provider = loop {
         let question = "Provider: 1 for an OpenAI-compatible server (OpenAI, llama.cpp, vLLM, \
-                        Ollama, LM Studio, OpenRouter…), 2 for Anthropic";
+                        Ollama, LM Studio, OpenRouter…), 2 for Anthropic, 3 for OpenAI's \
+                        Responses API";
         match ask(input, out, question, Some("1"))?
             .to_lowercase()
             .as_str()
         {
             "1" | "openai" => break ProviderKind::OpenAi,
             "2" | "anthropic" => break ProviderKind::Anthropic,
-            _ => writeln!(out, "Answer 1 or 2.")?,
+            "3" | "openai-responses" => break ProviderKind::OpenAiResponses,
+            _ => writeln!(out, "Answer 1, 2 or 3.")?,
         }
     };
     let base_url = loop {

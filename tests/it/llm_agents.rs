@@ -228,3 +228,39 @@ async fn a_task_runs_the_model_in_a_subagent_with_the_read_only_tools_and_replay
         "{replayed:?}"
     );
 }
+
+/// With prices, each `usage_update` carries what the session's calls cost so far.
+#[tokio::test]
+async fn usage_updates_carry_the_cost_of_the_calls_so_far() {
+    let usage = acp::llm::Usage {
+        input_tokens: 1_000,
+        output_tokens: 500,
+        cached_input_tokens: Some(400),
+        cache_write_tokens: None,
+        reasoning_tokens: None,
+    };
+    let provider =
+        Scripted::from_fn(move |_| Reply::new().text("ok").event(acp::llm::Event::Usage(usage)));
+    let prices = acp::llm::Prices::new("USD", 2.0, 8.0).cached_read(0.5);
+    let model = Model::new(provider, "scripted")
+        .context_window(100_000)
+        .prices(prices);
+    let client = TestClient::builder()
+        .connect(Agent { model })
+        .await
+        .unwrap();
+    let session = client.new_session().await.unwrap();
+    let mut costs = Vec::new();
+    for prompt in ["one", "two"] {
+        let turn = session.prompt(prompt).await.unwrap();
+        for update in turn.updates() {
+            if let SessionUpdate::UsageUpdate(u) = update {
+                let cost = u.cost.clone().expect("a cost");
+                assert_eq!(cost.currency, "USD");
+                costs.push((cost.amount * 1e6).round() / 1e6);
+            }
+        }
+    }
+    // 600 input at 2, 400 cached at 0.5, 500 output at 8, per million: 0.0054 a call.
+    assert_eq!(costs, [0.0054, 0.0108]);
+}

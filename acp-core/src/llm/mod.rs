@@ -354,5 +354,5 @@ mod task;
 pub use conversation::Conversation;
 #[cfg(feature = "llm-providers")]
 pub use providers::Endpoint;
-pub use run::{DEFAULT_PARALLEL_TOOL_CALLS, Model};
+pub use run::{DEFAULT_PARALLEL_TOOL_CALLS, Model, Prices};
 pub use task::read_only;
