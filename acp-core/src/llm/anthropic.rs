@@ -15,7 +15,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use sse_stream::Sse;
 
-use super::http::{DecodeError, Decoder, Http, Retry, cut};
+use super::http::{DecodeError, Decoder, Http, cut};
+use super::retry::Retry;
 use super::{
     Api, Event, EventStream, Message, Part, Provider, Request, Role, Route, Stop, Usage, push_piece,
 };

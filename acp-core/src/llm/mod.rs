@@ -20,7 +20,9 @@
 //! | file | owns |
 //! | --- | --- |
 //! | `mod.rs` | the provider-neutral types: [`Message`], [`Part`], [`ToolSpec`], [`Request`], [`Event`], [`Usage`], [`Stop`]; the [`Provider`] trait |
-//! | `http.rs` | POSTing a request and reading its server-sent events; provider errors, retries with backoff |
+//! | `http.rs` | POSTing a request and reading its server-sent events; provider errors |
+//! | `cost.rs` | what calls cost ([`Prices`]), added up per session |
+//! | `retry.rs` | when a call is tried again ([`Retry`], `retry-after`), and the hooks its caller lends it ([`CallHooks`]) |
 //! | `openai.rs` | OpenAI Chat Completions: the request body, the stream's chunks as [`Event`]s |
 //! | `responses.rs` | OpenAI Responses, stateless: the request body (input items), the stream's events as [`Event`]s |
 //! | `anthropic.rs` | Anthropic Messages: the request body (with its cache breakpoints), the stream's events as [`Event`]s |
@@ -333,18 +335,20 @@ mod env;
 mod http;
 pub mod openai;
 pub mod responses;
+mod retry;
 
 pub use anthropic::Anthropic;
 pub use env::{
     CONTEXT_WINDOW_VAR, DEFAULT_MAX_TOKENS, MAX_TOKENS_VAR, MODEL_VAR, PROVIDER_VAR,
     TEMPERATURE_VAR, from_env,
 };
-pub use http::{CallHooks, Retry, RetryWait};
 pub use openai::OpenAi;
 pub use responses::OpenAiResponses;
+pub use retry::{CallHooks, Retry, RetryWait};
 
 mod compact;
 mod conversation;
+mod cost;
 #[cfg(feature = "llm-providers")]
 pub mod providers;
 mod run;
@@ -352,7 +356,8 @@ pub mod scripted;
 mod task;
 
 pub use conversation::Conversation;
+pub use cost::Prices;
 #[cfg(feature = "llm-providers")]
 pub use providers::Endpoint;
-pub use run::{DEFAULT_PARALLEL_TOOL_CALLS, Model, Prices};
+pub use run::{DEFAULT_PARALLEL_TOOL_CALLS, Model};
 pub use task::read_only;

@@ -43,8 +43,9 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 use serde_json::{Value, json};
 use sse_stream::Sse;
 
-use super::http::{DecodeError, Decoder, Http, Retry, cut};
+use super::http::{DecodeError, Decoder, Http, cut};
 use super::openai::{API_KEY_VAR, BASE_URL_VAR, DEFAULT_BASE_URL};
+use super::retry::Retry;
 use super::{
     Api, Event, EventStream, Message, Part, Provider, Request, Role, Route, Stop, Usage, push_piece,
 };
@@ -71,6 +72,7 @@ use crate::Result;
 ///     max_tokens: Some(1024),
 ///     cache_key: Some("session-1"),
 ///     prompt_caching: true,
+///     temperature: None,
 /// };
 /// let _events = model.stream(request).await?;
 /// # Ok(()) }
