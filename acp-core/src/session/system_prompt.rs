@@ -147,7 +147,7 @@ mod tests {
             SessionSystemPromptModeCapabilities::new()
                 .override_(SessionSystemPromptOverrideCapabilities::new()),
         );
-        let m = "session/new";
+        let m = crate::protocol::methods::SESSION_NEW;
         assert!(check(m, None, None).unwrap().is_none());
         assert!(check(m, Some(&append), Some(text(SystemPromptMode::Append))).is_ok());
         assert!(check(m, Some(&both), Some(text(SystemPromptMode::Override))).is_ok());
