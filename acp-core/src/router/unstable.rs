@@ -5,8 +5,10 @@
 //! session of another user is answered exactly as `session/load` answers it (`-32002`, as
 //! a session that does not exist: see [`owner`]).
 
+// A helper here serves several of the methods: with only some of them compiled in, the others'
+// helpers (and imports) are unused. With all of them, nothing may be.
 #![cfg_attr(
-    not(any(
+    not(all(
         feature = "unstable-session-fork",
         feature = "unstable-session-status",
         feature = "unstable-session-set-title",
