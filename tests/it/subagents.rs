@@ -222,6 +222,28 @@ async fn a_client_that_shows_subagents_sees_the_child_session(protocol: u16) {
         Some(sent.message_id.clone())
     );
 
+    // v2 reports the child's own work state on its session too: running, then idle.
+    if protocol == 2 {
+        let states: Vec<String> = turn
+            .frames()
+            .iter()
+            .filter(|f| f.direction == Direction::FromAgent)
+            .filter(|f| f.message["params"]["sessionId"] == json!(child))
+            .filter(|f| f.message["params"]["update"]["sessionUpdate"] == "state_update")
+            .map(|f| f.message["params"]["update"]["state"].to_string())
+            .collect();
+        assert_eq!(
+            states.first().map(String::as_str),
+            Some("\"running\""),
+            "{states:?}"
+        );
+        assert_eq!(
+            states.last().map(String::as_str),
+            Some("\"idle\""),
+            "{states:?}"
+        );
+    }
+
     // The permission request is about the child's call, on the child's session.
     let asked =
         client.requests_from_agent(acp::schema::CLIENT_METHOD_NAMES.session_request_permission);

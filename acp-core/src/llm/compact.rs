@@ -88,8 +88,13 @@ impl Model {
     /// ```
     pub async fn compact(&self, cx: &Session) -> Result<bool> {
         let conversation = cx.persisted::<Conversation>();
-        let messages = conversation.lock().messages().to_vec();
-        let Some(split) = split_point(&messages) else {
+        // Copied only when there is something to compact: `run` asks before every call once
+        // the window is nearly full, also while the conversation is still too short.
+        let Some((messages, split)) = ({
+            let conversation = conversation.lock();
+            let messages = conversation.messages();
+            split_point(messages).map(|split| (messages.to_vec(), split))
+        }) else {
             return Ok(false);
         };
         let compaction = cx.compaction().await?;

@@ -71,11 +71,6 @@ impl Subagent {
         self.instructions.push(content.into());
         self
     }
-
-    /// The instructions, as given.
-    pub fn instructions_given(&self) -> &[ContentBlock] {
-        &self.instructions
-    }
 }
 
 /// A child session's tie to its parent.
